@@ -1,0 +1,25 @@
+import Koa from 'koa';
+import type { AppState, ApiDeps } from './context';
+import { errorHandler } from './middleware/error-handler';
+import { Routes } from './route';
+import { sendRoutes } from './send/routes';
+import { authRoutes } from './auth/routes';
+import { userRoutes } from './users/routes';
+import { systemRoutes, docsRoutes } from './system/routes';
+
+/** Builds the Koa application: request id + error envelope, a forked EntityManager per request, then the routes. */
+export function createApp(deps: ApiDeps): Koa<AppState> {
+  const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
+  app.silent = true; // errors are rendered and logged by errorHandler
+  const routes = new Routes(deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, docsRoutes]) register(routes, deps);
+
+  app.use(errorHandler());
+  app.use(async (ctx, next) => {
+    ctx.state.em = deps.orm.em.fork();
+    await next();
+  });
+  app.use(routes.router.routes());
+  app.use(routes.router.allowedMethods({ throw: true }));
+  return app;
+}

@@ -1,0 +1,25 @@
+import type Koa from 'koa';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Config } from '../domain/config';
+import type { Logger } from '../domain/logger';
+import type { TemporalGateway } from '../temporal/client';
+import type { ApiPrincipal } from '../domain/projects/project.service';
+
+/** Long-lived dependencies of the API process. */
+export interface ApiDeps {
+  config: Config;
+  orm: MikroORM;
+  temporal: TemporalGateway;
+}
+
+export interface AppState {
+  requestId: string;
+  log: Logger;
+  em: EntityManager;
+  /** Set by API-key routes. */
+  principal?: ApiPrincipal;
+  /** Set by dashboard (cookie) routes. */
+  userId?: string;
+}
+
+export type AppContext = Koa.ParameterizedContext<AppState>;

@@ -1,0 +1,57 @@
+import jwt from 'jsonwebtoken';
+import type Koa from 'koa';
+import type { AppContext, AppState, ApiDeps } from '../context';
+import { authenticateApiKey } from '../../domain/projects/project.service';
+import { AppError } from '../../domain/errors';
+
+export const SESSION_COOKIE = 'mailwright_session';
+export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
+
+function bearer(ctx: AppContext): string | undefined {
+  const header = ctx.get('authorization');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/** API-key auth: the project comes from the key. `allowPublic` only for POST /v1/track. */
+export function requireApiKey(allowPublic: boolean): Koa.Middleware<AppState> {
+  return async (ctx: AppContext, next) => {
+    ctx.state.principal = await authenticateApiKey(ctx.state.em, bearer(ctx), { allowPublic });
+    await next();
+  };
+}
+
+/** Dashboard auth: a JWT in an HttpOnly cookie set by /auth/login. */
+export function requireSession(deps: ApiDeps): Koa.Middleware<AppState> {
+  return async (ctx: AppContext, next) => {
+    const token = ctx.cookies.get(SESSION_COOKIE);
+    if (!token) throw new AppError(401, 'UNAUTHORIZED', 'Log in first', { suggestion: 'POST /auth/login sets the session cookie.' });
+    try {
+      const payload = jwt.verify(token, deps.config.jwtSecret, { algorithms: ['HS256'] }) as jwt.JwtPayload;
+      if (typeof payload.sub !== 'string') throw new Error('no subject');
+      ctx.state.userId = payload.sub;
+    } catch {
+      throw new AppError(401, 'UNAUTHORIZED', 'Your session is invalid or has expired; log in again');
+    }
+    await next();
+  };
+}
+
+export function setSessionCookie(ctx: AppContext, deps: ApiDeps, userId: string): void {
+  const token = jwt.sign({}, deps.config.jwtSecret, { algorithm: 'HS256', subject: userId, expiresIn: SESSION_TTL_SECONDS });
+  // Behind a TLS-terminating proxy the connection to us is plain http; the cookie is still Secure when PUBLIC_URL is https.
+  ctx.cookies.secure = deps.config.cookieSecure;
+  ctx.cookies.set(SESSION_COOKIE, token, {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: deps.config.cookieSecure,
+    maxAge: SESSION_TTL_SECONDS * 1000,
+    path: '/',
+    overwrite: true,
+  });
+}
+
+export function clearSessionCookie(ctx: AppContext, deps: ApiDeps): void {
+  ctx.cookies.secure = deps.config.cookieSecure;
+  ctx.cookies.set(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'lax', secure: deps.config.cookieSecure, maxAge: 0, path: '/', overwrite: true });
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import type { Project } from '../../domain/projects/project.entity';
+import type { Role } from '../../domain/projects/membership.entity';
+import type { KeyPair } from '../../domain/projects/api-keys';
+
+export const ProjectSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    role: z.enum(['OWNER', 'ADMIN', 'MEMBER']),
+    publicKey: z.string().meta({ description: 'The public key (pk_...), safe to embed in browsers.' }),
+    secretKeyHint: z.string().meta({ description: 'First characters of the secret key; the key itself is shown only at creation and rotation.' }),
+    keysRotatedAt: z.iso.datetime(),
+    disabled: z.boolean(),
+    settings: z.object({ trackOpens: z.boolean(), trackClicks: z.boolean() }),
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+  })
+  .meta({ id: 'Project' });
+
+export const KeysSchema = z
+  .object({ publicKey: z.string(), secretKey: z.string().meta({ description: 'Shown once; store it now.' }) })
+  .meta({ id: 'ProjectKeys' });
+
+export const ProjectWithKeysSchema = ProjectSchema.extend({ keys: KeysSchema }).meta({ id: 'ProjectWithKeys' });
+
+export function presentProject(project: Project, role: Role): z.infer<typeof ProjectSchema> {
+  return {
+    id: project.id,
+    name: project.name,
+    role,
+    publicKey: project.publicKey,
+    secretKeyHint: project.secretKeyHint,
+    keysRotatedAt: project.keysRotatedAt.toISOString(),
+    disabled: project.disabled,
+    settings: project.settings,
+    createdAt: project.createdAt.toISOString(),
+    updatedAt: project.updatedAt.toISOString(),
+  };
+}
+
+export function presentKeys(keys: KeyPair): z.infer<typeof KeysSchema> {
+  return { publicKey: keys.publicKey, secretKey: keys.secretKey };
+}

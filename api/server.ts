@@ -1,0 +1,52 @@
+import http from 'node:http';
+import { config } from '../domain/config';
+import { initOrm } from '../domain/orm';
+import { logger } from '../domain/logger';
+import { TemporalGateway } from '../temporal/client';
+import { createApp } from './app';
+
+/** Starts the HTTP API; resolves with a function that stops it gracefully. */
+export async function startApi(): Promise<{ server: http.Server; stop: () => Promise<void> }> {
+  const cfg = config();
+  const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
+  const temporal = await TemporalGateway.connect(cfg.temporal);
+  const app = createApp({ config: cfg, orm, temporal });
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(cfg.port, cfg.host, resolve));
+  logger.info({ url: `http://${cfg.host}:${cfg.port}` }, 'api listening');
+  return {
+    server,
+    stop: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const force = setTimeout(() => server.closeAllConnections(), 5_000);
+      await closed;
+      clearTimeout(force);
+      await temporal.close();
+      await orm.close();
+    },
+  };
+}
+
+if (require.main === module) {
+  startApi()
+    .then(({ stop }) => {
+      const shutdown = (signal: string) => {
+        logger.info({ signal }, 'api stopping');
+        stop().then(
+          () => process.exit(0),
+          (err) => {
+            logger.error({ err }, 'api stop failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.once('SIGINT', () => shutdown('SIGINT'));
+      process.once('SIGTERM', () => shutdown('SIGTERM'));
+    })
+    .catch((err) => {
+      logger.fatal({ err }, 'api failed to start');
+      process.exit(1);
+    });
+}

@@ -1,0 +1,10 @@
+import { User } from './users/user.entity';
+import { Project } from './projects/project.entity';
+import { Membership } from './projects/membership.entity';
+import { Contact } from './contacts/contact.entity';
+import { Event } from './events/event.entity';
+import { Email } from './emails/email.entity';
+import { Domain } from './domains/domain.entity';
+
+/** Every entity the ORM knows; the migrations are generated from this list. */
+export const entities = [User, Project, Membership, Contact, Event, Email, Domain];

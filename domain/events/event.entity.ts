@@ -1,0 +1,23 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { Project } from '../projects/project.entity';
+import { Contact } from '../contacts/contact.entity';
+import { uuidv7 } from '../ids';
+
+/** A tracked or service-emitted event. Tracking the same name again creates a new row. */
+export const Event = defineEntity({
+  name: 'Event',
+  tableName: 'events',
+  indexes: [{ properties: ['project', 'name', 'createdAt'] }, { properties: ['contact', 'createdAt'] }],
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    project: () => p.manyToOne(Project).deleteRule('cascade'),
+    contact: () => p.manyToOne(Contact).deleteRule('cascade'),
+    name: p.string().length(200),
+    data: p.json<Record<string, unknown>>().default('{}'),
+    /** TRACKED for client events, SYSTEM for events the service emits (email.*, contact.*, segment.*). */
+    source: p.enum(['TRACKED', 'SYSTEM'] as const),
+    emailId: p.uuid().nullable(),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+  },
+});
+export type Event = InferEntity<typeof Event>;

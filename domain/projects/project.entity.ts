@@ -1,0 +1,32 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { uuidv7 } from '../ids';
+
+export interface ProjectSettings {
+  /** Open and click tracking for this project's mail (a send can override it). */
+  trackOpens: boolean;
+  trackClicks: boolean;
+}
+
+export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = { trackOpens: true, trackClicks: true };
+
+export const Project = defineEntity({
+  name: 'Project',
+  tableName: 'projects',
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    name: p.string().length(200),
+    /** Public key (pk_...): safe in browsers, so it is stored as is and looked up directly. */
+    publicKey: p.string().length(80).unique(),
+    /** SHA-256 of the secret key (sk_...); the key itself is only shown at creation and rotation. */
+    secretKeyHash: p.string().length(64).unique().hidden(),
+    /** The first characters of the secret key, so a person can tell which key is in use. */
+    secretKeyHint: p.string().length(16),
+    keysRotatedAt: p.datetime(),
+    disabled: p.boolean().default(false),
+    disabledReason: p.string().nullable(),
+    settings: p.json<ProjectSettings>().default(JSON.stringify(DEFAULT_PROJECT_SETTINGS)),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+});
+export type Project = InferEntity<typeof Project>;

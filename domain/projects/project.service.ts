@@ -1,0 +1,114 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Project, DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from './project.entity';
+import { Membership, type Role } from './membership.entity';
+import { generateKeyPair, hashSecretKey, secretKeyHint, keyKind, type KeyPair, type KeyKind } from './api-keys';
+import { AppError, forbidden, notFound, unauthorized } from '../errors';
+
+export interface ProjectWithKeys {
+  project: Project;
+  keys: KeyPair;
+}
+
+/** Creates a project with its one key pair and makes `userId` its owner. */
+export async function createProject(em: EntityManager, input: { name: string; ownerId: string }): Promise<ProjectWithKeys> {
+  const keys = generateKeyPair();
+  const project = em.create(Project, {
+    name: input.name,
+    publicKey: keys.publicKey,
+    secretKeyHash: hashSecretKey(keys.secretKey),
+    secretKeyHint: secretKeyHint(keys.secretKey),
+    keysRotatedAt: new Date(),
+    settings: { ...DEFAULT_PROJECT_SETTINGS },
+  });
+  em.create(Membership, { project, user: input.ownerId, role: 'OWNER' });
+  await em.flush();
+  return { project, keys };
+}
+
+/** Replaces both keys at once; the old ones stop working with this commit (no grace period). */
+export async function rotateKeys(em: EntityManager, project: Project): Promise<KeyPair> {
+  const keys = generateKeyPair();
+  project.publicKey = keys.publicKey;
+  project.secretKeyHash = hashSecretKey(keys.secretKey);
+  project.secretKeyHint = secretKeyHint(keys.secretKey);
+  project.keysRotatedAt = new Date();
+  await em.flush();
+  return keys;
+}
+
+export interface ApiPrincipal {
+  projectId: string;
+  keyKind: KeyKind;
+}
+
+/**
+ * Resolves an API key to its project. Unknown keys -> 401 INVALID_API_KEY; a public key where a secret key is
+ * required -> 401 INVALID_API_KEY; a disabled project -> 403.
+ */
+export async function authenticateApiKey(
+  em: EntityManager,
+  key: string | undefined,
+  opts: { allowPublic: boolean },
+): Promise<ApiPrincipal> {
+  if (!key) {
+    throw unauthorized('UNAUTHORIZED', 'Missing API key', 'Send the header "Authorization: Bearer <API_KEY>".');
+  }
+  const kind = keyKind(key);
+  if (!kind) throw unauthorized('INVALID_API_KEY', 'Invalid API key format', 'API keys start with "sk_" or "pk_".');
+  if (kind === 'public' && !opts.allowPublic) {
+    throw unauthorized(
+      'INVALID_API_KEY',
+      'This endpoint requires a secret key (sk_); public keys (pk_) may only call POST /v1/track',
+      'Use your secret key from the project settings, on your server only.',
+    );
+  }
+  const where = kind === 'secret' ? 'secret_key_hash = ?' : 'public_key = ?';
+  const value = kind === 'secret' ? hashSecretKey(key) : key;
+  const rows = await em.execute<{ id: string; disabled: boolean; disabled_reason: string | null }[]>(
+    `select id, disabled, disabled_reason from projects where ${where} limit 1`,
+    [value],
+  );
+  const row = rows[0];
+  if (!row) throw unauthorized('INVALID_API_KEY', 'Invalid API key', 'Keys stop working at once when they are rotated.');
+  if (row.disabled) {
+    throw forbidden('PROJECT_DISABLED', `This project is disabled${row.disabled_reason ? `: ${row.disabled_reason}` : ''}`);
+  }
+  return { projectId: row.id, keyKind: kind };
+}
+
+const ROLE_RANK: Record<Role, number> = { MEMBER: 1, ADMIN: 2, OWNER: 3 };
+
+/** Loads a project the user belongs to with at least `minRole`; 404 when not a member (no existence leak). */
+export async function projectForMember(
+  em: EntityManager,
+  userId: string,
+  projectId: string,
+  minRole: Role = 'MEMBER',
+): Promise<{ project: Project; role: Role }> {
+  const membership = await em.findOne(Membership, { user: userId, project: projectId }, { populate: ['project'] });
+  if (!membership) throw notFound('Project');
+  if (ROLE_RANK[membership.role] < ROLE_RANK[minRole]) {
+    throw new AppError(403, 'FORBIDDEN', `This action needs the ${minRole} role; you are ${membership.role}`);
+  }
+  return { project: membership.project as unknown as Project, role: membership.role };
+}
+
+export async function listProjectsForUser(em: EntityManager, userId: string): Promise<{ project: Project; role: Role }[]> {
+  const memberships = await em.find(Membership, { user: userId }, { populate: ['project'], orderBy: { createdAt: 'asc' } });
+  return memberships.map((m) => ({ project: m.project as unknown as Project, role: m.role }));
+}
+
+export async function updateProject(
+  em: EntityManager,
+  project: Project,
+  patch: { name?: string; settings?: Partial<ProjectSettings> },
+): Promise<Project> {
+  if (patch.name !== undefined) project.name = patch.name;
+  if (patch.settings) project.settings = { ...project.settings, ...patch.settings };
+  await em.flush();
+  return project;
+}
+
+export async function deleteProject(em: EntityManager, project: Project): Promise<void> {
+  await em.remove(project).flush();
+}

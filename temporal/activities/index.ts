@@ -1,0 +1,12 @@
+import type { ActivityDeps } from './deps';
+import { createEmailActivities } from './email.activities';
+
+/** All activities, bound to their dependencies. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createEmailActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;
+export type { ActivityDeps };

@@ -1,0 +1,56 @@
+import path from 'node:path';
+import { NativeConnection, Worker, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { config } from '../domain/config';
+import { initOrm } from '../domain/orm';
+import { logger } from '../domain/logger';
+import { createSmtpTransport } from '../domain/mail/transport';
+import { createActivities } from './activities';
+
+/** Builds a worker for the configured task queue with the real activities. */
+export async function createWorker() {
+  const cfg = config();
+  Runtime.install({
+    logger: {
+      log: (level, message, meta) => logger[level === 'WARN' ? 'warn' : level === 'ERROR' ? 'error' : level === 'DEBUG' || level === 'TRACE' ? 'debug' : 'info']({ ...meta }, message),
+      trace: (m, meta) => logger.trace(meta ?? {}, m),
+      debug: (m, meta) => logger.debug(meta ?? {}, m),
+      info: (m, meta) => logger.info(meta ?? {}, m),
+      warn: (m, meta) => logger.warn(meta ?? {}, m),
+      error: (m, meta) => logger.error(meta ?? {}, m),
+    },
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+  });
+  const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
+  const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
+  const connection = await NativeConnection.connect({ address: cfg.temporal.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: cfg.temporal.namespace,
+    taskQueue: cfg.temporal.taskQueue,
+    workflowsPath: path.join(__dirname, 'workflows'),
+    activities: createActivities({ orm, transport }),
+    maxConcurrentActivityTaskExecutions: 100,
+    maxConcurrentWorkflowTaskExecutions: 100,
+  });
+  const close = async () => {
+    transport.close();
+    await orm.close();
+    await connection.close();
+  };
+  return { worker, close };
+}
+
+async function main() {
+  const { worker, close } = await createWorker();
+  logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
+  await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)
+  await close();
+  logger.info('worker stopped');
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    logger.fatal({ err }, 'worker failed');
+    process.exit(1);
+  });
+}

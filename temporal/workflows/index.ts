@@ -1,0 +1,2 @@
+// Every workflow the worker runs; this file is the bundle entry (pure code: @temporalio/workflow and types only).
+export { emailDelivery } from './email-delivery.workflow';
