@@ -45,7 +45,7 @@ async function main() {
   const env = { ...infra.env, PORT: String(port) };
   for (const [name, entry] of [['api', 'api/server.ts'], ['worker', 'temporal/worker.ts']] as const) {
     const child = startTsProcess(name, entry, env, { prefixOutput: true });
-    child.exited.then((code) => {
+    void child.exited.then((code) => {
       if (!stopping) {
         log(`${name} exited with code ${code}; stopping everything`);
         void shutdown(1);

@@ -119,6 +119,6 @@ async function startWithSdkDownload(
       stop: () => env.teardown(),
     };
   } catch (err) {
-    throw new Error(`${TEMPORAL_INSTALL_HELP}\n(The SDK's download also failed: ${(err as Error).message})`);
+    throw new Error(`${TEMPORAL_INSTALL_HELP}\n(The SDK's download also failed: ${(err as Error).message})`, { cause: err });
   }
 }

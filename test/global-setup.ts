@@ -1,0 +1,72 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Connection, Client } from '@temporalio/client';
+import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/services/stack';
+import { freePort, type ManagedProcess } from '../scripts/services/process';
+import type { TestStackEnv } from './stack-env';
+
+declare global {
+  var __MAILWRIGHT_STACK__: { stop(): Promise<void> } | undefined;
+}
+
+/** Waits until a worker polls the task queue, so tests never race the worker's start. */
+async function waitForWorker(address: string, taskQueue: string, timeoutMs: number): Promise<void> {
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      const res = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: 1 });
+      if ((res.pollers ?? []).length > 0) return;
+      if (Date.now() > deadline) throw new Error(`No worker polled ${taskQueue} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * Starts the real stack once for the whole run: Postgres, the Temporal dev server, MailDev, then the API and the
+ * worker as separate processes, exactly as `npm run api` and `npm run worker` run in production.
+ */
+export default async function globalSetup(): Promise<void> {
+  const started = Date.now();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-test-'));
+  fs.chmodSync(dataDir, 0o755); // Postgres runs as the postgres user when we are root; it must reach its folder
+  const log = (msg: string) => process.stdout.write(`[test stack] ${msg}\n`);
+  const [pgPort, temporalPort, smtpPort, webPort, apiPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const infra = await startInfrastructure(
+    { dataDir, persistent: false, ports: { postgres: pgPort, temporal: temporalPort, smtp: smtpPort, mailboxWeb: webPort }, log },
+    {},
+  );
+  const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', PORT: String(apiPort), TEMPORAL_TASK_QUEUE: 'mailwright' };
+  const children: ManagedProcess[] = [
+    startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') }),
+    startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') }),
+  ];
+  const stop = async () => {
+    await Promise.all(children.map((c) => c.stop()));
+    await infra.stop();
+    if (!process.env.KEEP_TEST_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  globalThis.__MAILWRIGHT_STACK__ = { stop };
+  try {
+    await waitForHttp(`http://127.0.0.1:${apiPort}`, 90_000);
+    await waitForWorker(infra.env.TEMPORAL_ADDRESS!, 'mailwright', 120_000);
+  } catch (err) {
+    log(`stack failed to start; logs in ${dataDir}`);
+    await stop();
+    throw err;
+  }
+  const stack: TestStackEnv = {
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    databaseUrl: infra.env.DATABASE_URL!,
+    temporalAddress: infra.env.TEMPORAL_ADDRESS!,
+    mailboxUrl: infra.urls.mailbox!,
+    dataDir,
+  };
+  process.env.MAILWRIGHT_TEST_STACK = JSON.stringify(stack);
+  log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s (logs in ${dataDir})`);
+}

@@ -1,0 +1,41 @@
+import http from 'node:http';
+import Koa from 'koa';
+import { errorHandler } from '../../api/middleware/error-handler';
+import { AppError } from '../../domain/errors';
+
+/** The 500 path cannot be provoked through the real API on purpose, so the renderer is exercised directly. */
+async function call(handler: Koa.Middleware): Promise<{ status: number; body: any }> {
+  const app = new Koa();
+  app.silent = true;
+  app.use(errorHandler() as unknown as Koa.Middleware);
+  app.use(handler);
+  const server = http.createServer(app.callback());
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/`);
+    return { status: res.status, body: await res.json() };
+  } finally {
+    server.close();
+  }
+}
+
+describe('error renderer', () => {
+  test('an unexpected error becomes a 500 envelope with no internals', async () => {
+    const res = await call(() => {
+      throw new Error('connection to 10.0.0.5:5432 failed: password authentication failed for user admin');
+    });
+    expect(res.status).toBe(500);
+    expect(res.body.error.code).toBe('INTERNAL_ERROR');
+    expect(JSON.stringify(res.body)).not.toMatch(/10\.0\.0\.5|password|admin|at .*:\d+/);
+    expect(res.body.error.requestId).toBeTruthy();
+  });
+
+  test('an AppError keeps its status, code, field errors and suggestion', async () => {
+    const res = await call(() => {
+      throw new AppError(409, 'CONFLICT_X', 'Conflict', { errors: [{ field: 'a', message: 'm', code: 'c' }], suggestion: 'do y' });
+    });
+    expect(res.status).toBe(409);
+    expect(res.body.error).toMatchObject({ code: 'CONFLICT_X', statusCode: 409, errors: [{ field: 'a', message: 'm', code: 'c' }], suggestion: 'do y' });
+  });
+});
