@@ -3,13 +3,16 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../domain/config';
 import type { Logger } from '../domain/logger';
 import type { TemporalGateway } from '../temporal/client';
-import type { ApiPrincipal } from '../domain/projects/project.service';
+import type { ApiPrincipal, KeyLookupCache } from '../domain/projects/project.service';
+import type { DomainStatusCache } from '../domain/domains/domain.service';
 
 /** Long-lived dependencies of the API process. */
 export interface ApiDeps {
   config: Config;
   orm: MikroORM;
   temporal: TemporalGateway;
+  /** Per-process lookups kept fresh by the database change feed. */
+  caches: { keys?: KeyLookupCache; domains?: DomainStatusCache };
 }
 
 export interface AppState {

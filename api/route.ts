@@ -72,7 +72,7 @@ export class Routes {
 
   add<B = undefined, Q = undefined, P = undefined>(def: RouteDef<B, Q, P>): void {
     const middleware: Koa.Middleware<AppState>[] = [];
-    if (def.auth === 'secret' || def.auth === 'public') middleware.push(requireApiKey(def.auth === 'public'));
+    if (def.auth === 'secret' || def.auth === 'public') middleware.push(requireApiKey(this.deps, def.auth === 'public'));
     if (def.auth === 'session') middleware.push(requireSession(this.deps));
     if (def.body) {
       middleware.push(

@@ -4,13 +4,23 @@ import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
 import { TemporalGateway } from '../temporal/client';
 import { createApp } from './app';
+import { ChangeFeed } from '../domain/cache/change-feed';
+import { createKeyLookupCache } from '../domain/projects/project.service';
+import { createDomainStatusCache } from '../domain/domains/domain.service';
 
 /** Starts the HTTP API; resolves with a function that stops it gracefully. */
 export async function startApi(): Promise<{ server: http.Server; stop: () => Promise<void> }> {
   const cfg = config();
   const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
   const temporal = await TemporalGateway.connect(cfg.temporal);
-  const app = createApp({ config: cfg, orm, temporal });
+  const feed = new ChangeFeed(cfg.database.url);
+  await feed.start();
+  const app = createApp({
+    config: cfg,
+    orm,
+    temporal,
+    caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed) },
+  });
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(cfg.port, cfg.host, resolve));
@@ -23,6 +33,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
       const force = setTimeout(() => server.closeAllConnections(), 5_000);
       await closed;
       clearTimeout(force);
+      await feed.close();
       await temporal.close();
       await orm.close();
     },

@@ -14,9 +14,9 @@ function bearer(ctx: AppContext): string | undefined {
 }
 
 /** API-key auth: the project comes from the key. `allowPublic` only for POST /v1/track. */
-export function requireApiKey(allowPublic: boolean): Koa.Middleware<AppState> {
+export function requireApiKey(deps: ApiDeps, allowPublic: boolean): Koa.Middleware<AppState> {
   return async (ctx: AppContext, next) => {
-    ctx.state.principal = await authenticateApiKey(ctx.state.em, bearer(ctx), { allowPublic });
+    ctx.state.principal = await authenticateApiKey(ctx.state.em, bearer(ctx), { allowPublic, cache: deps.caches.keys });
     await next();
   };
 }

@@ -26,7 +26,8 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
       const recipients = (Array.isArray(body.to) ? body.to : [body.to]).map(toAddress);
       const from = toAddress(body.from);
       if (!from.name && body.name) from.name = body.name;
-      const accepted = await acceptSend(ctx.state.em, (batch) => deps.temporal.startEmailDelivery(batch).then(() => undefined), {
+      const enqueue = (batch: { projectId: string; emailIds: string[] }) => deps.temporal.enqueueEmailDelivery(batch);
+      const accepted = await acceptSend(ctx.state.em, { enqueue, domainCache: deps.caches.domains }, {
         projectId: ctx.state.principal!.projectId,
         to: recipients,
         from,

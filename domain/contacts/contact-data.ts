@@ -57,21 +57,3 @@ export function splitContactData(input: ContactData | undefined): DataChanges {
   }
   return changes;
 }
-
-/** The stored data after applying the changes; returns the same object when nothing changes. */
-export function applyDataChanges(existing: ContactData, changes: DataChanges): ContactData {
-  let next: ContactData | undefined;
-  for (const key of changes.unset) {
-    if (key in existing) {
-      next ??= { ...existing };
-      delete next[key];
-    }
-  }
-  for (const [key, value] of Object.entries(changes.set)) {
-    if (JSON.stringify(existing[key]) !== JSON.stringify(value)) {
-      next ??= { ...existing };
-      next[key] = value;
-    }
-  }
-  return next ?? existing;
-}

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ContactData } from './contact.entity';
-import { applyDataChanges, splitContactData } from './contact-data';
+import { splitContactData } from './contact-data';
 import { normalizeEmail } from './email-address';
 import { uuidv7 } from '../ids';
 
@@ -24,11 +24,49 @@ export interface UpsertResult {
   variables: ContactData;
 }
 
-const COLUMNS = 'id, email, subscribed, data, created_at as "createdAt", updated_at as "updatedAt"';
+/**
+ * One statement does the whole upsert: lock the existing row (FOR UPDATE sees the latest committed version), insert
+ * when there is none, otherwise apply the data changes (`||` sets top-level keys, `-` removes the null ones) and the
+ * subscription, writing only when something changed. It returns the row with its previous subscription, so the
+ * caller can emit contact.subscribed / contact.unsubscribed exactly once per real change.
+ */
+const UPSERT_SQL = `
+with input as (
+  select ?::uuid as project_id, ?::text as email, ?::jsonb as set_data,
+         array(select jsonb_array_elements_text(?::jsonb)) as unset_keys,
+         ?::boolean as subscribed, ?::boolean as default_subscribed, ?::uuid as new_id
+),
+locked as (
+  select c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
+  from contacts c join input i on c.project_id = i.project_id and c.email = i.email
+  for update of c
+),
+inserted as (
+  insert into contacts (id, project_id, email, subscribed, data)
+  select i.new_id, i.project_id, i.email, coalesce(i.subscribed, i.default_subscribed), i.set_data
+  from input i where not exists (select 1 from locked)
+  on conflict (project_id, email) do nothing
+  returning id, email, subscribed, data, created_at, updated_at
+),
+updated as (
+  update contacts c
+  set data = (l.data || i.set_data) - i.unset_keys, subscribed = coalesce(i.subscribed, l.subscribed), updated_at = now()
+  from locked l, input i
+  where c.id = l.id
+    and ((l.data || i.set_data) - i.unset_keys <> l.data or coalesce(i.subscribed, l.subscribed) <> l.subscribed)
+  returning c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
+)
+select 'inserted' as outcome, id, email, subscribed, data, created_at as "createdAt", updated_at as "updatedAt", null::boolean as "previousSubscribed" from inserted
+union all
+select 'updated', u.id, u.email, u.subscribed, u.data, u.created_at, u.updated_at, l.subscribed from updated u join locked l on l.id = u.id
+union all
+select 'unchanged', l.id, l.email, l.subscribed, l.data, l.created_at, l.updated_at, l.subscribed from locked l where not exists (select 1 from updated)`;
+
+type UpsertRow = ContactRow & { outcome: 'inserted' | 'updated' | 'unchanged'; previousSubscribed: boolean | null };
 
 /**
- * Creates or updates a contact by (project, email), applying the contact data rules. Runs inside the caller's
- * transaction; the row lock makes concurrent upserts of one email serialize instead of losing data.
+ * Creates or updates a contact by (project, email), applying the contact data rules (SPEC.md › Contact). Safe under
+ * concurrency: the row lock serializes upserts of one email, and a lost insert race is retried.
  */
 export async function upsertContact(
   em: EntityManager,
@@ -36,41 +74,26 @@ export async function upsertContact(
 ): Promise<UpsertResult> {
   const email = normalizeEmail(input.email);
   const changes = splitContactData(input.data);
+  const params = [
+    input.projectId,
+    email,
+    JSON.stringify(changes.set),
+    JSON.stringify(changes.unset), // as JSON: the query builder would expand a JS array into a list
+    input.subscribed ?? null,
+    input.defaultSubscribed,
+  ];
   for (let attempt = 0; attempt < 3; attempt++) {
-    const [existing] = await em.execute<ContactRow[]>(
-      `select ${COLUMNS} from contacts where project_id = ? and email = ? for update`,
-      [input.projectId, email],
-    );
-    if (existing) {
-      const data = applyDataChanges(existing.data, changes);
-      const subscribed = input.subscribed ?? existing.subscribed;
-      const changed = data !== existing.data || subscribed !== existing.subscribed;
-      let contact = existing;
-      if (changed) {
-        [contact] = await em.execute<ContactRow[]>(
-          `update contacts set data = ?, subscribed = ?, updated_at = now() where id = ? returning ${COLUMNS}`,
-          [JSON.stringify(data), subscribed, existing.id],
-        );
-      }
-      return {
-        contact: contact!,
-        isNew: false,
-        isUpdate: changed,
-        subscriptionChange:
-          subscribed === existing.subscribed ? undefined : subscribed ? 'subscribed' : 'unsubscribed',
-        variables: { ...contact!.data, ...changes.transient },
-      };
-    }
-    const data = applyDataChanges({}, changes);
-    const [inserted] = await em.execute<ContactRow[]>(
-      `insert into contacts (id, project_id, email, subscribed, data) values (?, ?, ?, ?, ?)
-       on conflict (project_id, email) do nothing returning ${COLUMNS}`,
-      [uuidv7(), input.projectId, email, input.subscribed ?? input.defaultSubscribed, JSON.stringify(data)],
-    );
-    if (inserted) {
-      return { contact: inserted, isNew: true, isUpdate: false, variables: { ...inserted.data, ...changes.transient } };
-    }
-    // Another transaction inserted the same email between our select and insert: read it again, locked.
+    const [row] = await em.execute<UpsertRow[]>(UPSERT_SQL, [...params, uuidv7()]);
+    if (!row) continue; // another transaction inserted this email between our lock and our insert: run again
+    const { outcome, previousSubscribed, ...contact } = row;
+    const changed = outcome === 'updated' && previousSubscribed !== contact.subscribed;
+    return {
+      contact,
+      isNew: outcome === 'inserted',
+      isUpdate: outcome === 'updated',
+      subscriptionChange: changed ? (contact.subscribed ? 'subscribed' : 'unsubscribed') : undefined,
+      variables: { ...contact.data, ...changes.transient },
+    };
   }
   throw new Error(`Could not upsert contact ${email} after 3 attempts`);
 }

@@ -1,19 +1,33 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../errors';
 import { emailDomain } from '../contacts/email-address';
+import { ProjectScopedCache } from '../cache/lookup-cache';
+import type { ChangeFeed } from '../cache/change-feed';
+
+/** Domain statuses cached per process, invalidated by the `domains:<projectId>` change feed. */
+export type DomainStatusCache = ProjectScopedCache<{ status: string | null }>;
+export const createDomainStatusCache = (feed: ChangeFeed | undefined): DomainStatusCache =>
+  new ProjectScopedCache<{ status: string | null }>(feed, 'domains', 60_000);
 
 /**
  * Refuses a sender address unless its domain is verified for the project. The message names the domain and says
  * what to do next.
  */
-export async function assertSenderDomain(em: EntityManager, projectId: string, fromEmail: string, field = 'from'): Promise<void> {
+export async function assertSenderDomain(
+  em: EntityManager,
+  projectId: string,
+  fromEmail: string,
+  opts: { field?: string; cache?: DomainStatusCache } = {},
+): Promise<void> {
+  const field = opts.field ?? 'from';
   const domain = emailDomain(fromEmail);
-  const [row] = await em.execute<{ status: string }[]>(
-    'select status from domains where project_id = ? and name = ? limit 1',
-    [projectId, domain],
-  );
-  if (row?.status === 'VERIFIED') return;
-  const pending = row?.status === 'PENDING';
+  const load = async () => {
+    const [row] = await em.execute<{ status: string }[]>('select status from domains where project_id = ? and name = ? limit 1', [projectId, domain]);
+    return { value: { status: row?.status ?? null }, projectId };
+  };
+  const { status } = (opts.cache ? await opts.cache.get(`${projectId}:${domain}`, load) : (await load()).value)!;
+  if (status === 'VERIFIED') return;
+  const pending = status === 'PENDING';
   throw new AppError(
     403,
     'DOMAIN_NOT_VERIFIED',

@@ -1,18 +1,19 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Transporter } from 'nodemailer';
-import { insertEvents, dispatchEvents } from '../events/event.service';
+import { insertEvents, dispatchEvents, type NewEvent } from '../events/event.service';
 import { emailDomain } from '../contacts/email-address';
 
+/** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
 export type DeliveryOutcome =
-  | { status: 'SENT'; messageId: string; response: string }
-  | { status: 'SKIPPED'; reason: string }
-  | { status: 'REJECTED'; response: string };
+  | { emailId: string; status: 'SENT'; messageId: string; response: string }
+  | { emailId: string; status: 'REJECTED'; response: string }
+  | { emailId: string; status: 'RETRY'; error: string }
+  | { emailId: string; status: 'SKIPPED'; reason: string };
 
 interface EmailRow {
   id: string;
   projectId: string;
   contactId: string | null;
-  status: string;
   toEmail: string;
   toName: string | null;
   fromEmail: string;
@@ -37,82 +38,110 @@ export function isPermanentSmtpFailure(err: unknown): boolean {
   return typeof code === 'number' && code >= 500;
 }
 
+/** Message-IDs derive from the email id, so a receiver can de-duplicate a message a retry sent twice. */
+export function messageIdFor(emailId: string, fromEmail: string): string {
+  return `<${emailId}@${emailDomain(fromEmail) || 'mailwright.local'}>`;
+}
+
+const values = (n: number, width: number) =>
+  Array.from({ length: n }, () => `(${Array.from({ length: width }, () => '?').join(', ')})`).join(', ');
+
 /**
- * Sends one stored email through the transport and records the outcome. Idempotent per email: an email already
- * in a final state is not sent again, and the Message-ID is derived from the email id so receivers can
- * de-duplicate the one case a retry cannot rule out (a crash after the relay accepted the message).
+ * Sends a batch of stored emails through the pooled transport and records every outcome with set-based writes.
+ * Idempotent per email: only QUEUED or SENDING emails are claimed, so an email already in a final state is never
+ * sent again when an activity is retried.
  */
-export async function deliverStoredEmail(
+export async function deliverBatch(
   em: EntityManager,
   transport: Transporter,
-  emailId: string,
-  attempt: number,
-): Promise<DeliveryOutcome> {
-  const [row] = await em.execute<EmailRow[]>(
-    `update emails set status = 'SENDING', attempts = attempts + 1, updated_at = now()
-     where id = ? and status in ('QUEUED', 'SENDING')
-     returning id, project_id as "projectId", contact_id as "contactId", status, to_email as "toEmail", to_name as "toName",
+  input: { emailIds: string[]; attempt: number; workflowId?: string },
+): Promise<DeliveryOutcome[]> {
+  const claimed = await em.execute<EmailRow[]>(
+    `update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce(?, workflow_id), updated_at = now()
+     where id in (${input.emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
+     returning id, project_id as "projectId", contact_id as "contactId", to_email as "toEmail", to_name as "toName",
        from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject, html, text, headers`,
-    [emailId],
+    [input.workflowId ?? null, ...input.emailIds],
   );
-  if (!row) {
-    const [current] = await em.execute<{ status: string }[]>('select status from emails where id = ?', [emailId]);
-    return { status: 'SKIPPED', reason: current ? `already ${current.status}` : 'email no longer exists' };
-  }
-  const messageId = `<${row.id}@${emailDomain(row.fromEmail) || 'mailwright.local'}>`;
-  try {
-    const info = await transport.sendMail({
-      messageId,
-      from: row.fromName ? { name: row.fromName, address: row.fromEmail } : row.fromEmail,
-      to: row.toName ? { name: row.toName, address: row.toEmail } : row.toEmail,
-      replyTo: row.replyTo ?? undefined,
-      subject: row.subject,
-      html: row.html,
-      text: row.text ?? undefined,
-      headers: row.headers,
-    });
-    const response = String(info.response ?? '');
-    await em.execute(
-      `update emails set status = 'SENT', message_id = ?, smtp_response = ?, error = null, sent_at = now(), updated_at = now() where id = ?`,
-      [messageId, response, row.id],
-    );
-    await recordEmailEvent(em, row, 'email.sent', { messageId, response });
-    return { status: 'SENT', messageId, response };
-  } catch (err) {
-    const e = err as SmtpError;
-    const detail = e.response ?? e.message;
-    if (isPermanentSmtpFailure(err)) {
-      await em.execute(
-        `update emails set status = 'BOUNCED', smtp_response = ?, error = ?, updated_at = now() where id = ?`,
-        [detail, `Rejected by the SMTP server (${e.responseCode})`, row.id],
+  const byId = new Map(claimed.map((r) => [r.id, r]));
+  const outcomes = await Promise.all(
+    input.emailIds.map(async (emailId): Promise<DeliveryOutcome> => {
+      const row = byId.get(emailId);
+      if (!row) return { emailId, status: 'SKIPPED', reason: 'not QUEUED or SENDING (already final, or deleted)' };
+      const messageId = messageIdFor(row.id, row.fromEmail);
+      try {
+        const info = await transport.sendMail({
+          messageId,
+          from: row.fromName ? { name: row.fromName, address: row.fromEmail } : row.fromEmail,
+          to: row.toName ? { name: row.toName, address: row.toEmail } : row.toEmail,
+          replyTo: row.replyTo ?? undefined,
+          subject: row.subject,
+          html: row.html,
+          text: row.text ?? undefined,
+          headers: row.headers,
+        });
+        return { emailId, status: 'SENT', messageId, response: String(info.response ?? '') };
+      } catch (err) {
+        const e = err as SmtpError;
+        const detail = e.response ?? e.message;
+        if (isPermanentSmtpFailure(err)) return { emailId, status: 'REJECTED', response: detail };
+        return { emailId, status: 'RETRY', error: `Attempt ${input.attempt}: ${detail}` };
+      }
+    }),
+  );
+  await recordOutcomes(em, outcomes, byId, input.attempt);
+  return outcomes;
+}
+
+async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], rows: Map<string, EmailRow>, attempt: number) {
+  const sent = outcomes.filter((o) => o.status === 'SENT');
+  const rejected = outcomes.filter((o) => o.status === 'REJECTED');
+  const retry = outcomes.filter((o) => o.status === 'RETRY');
+  const events: NewEvent[] = [];
+  const event = (emailId: string, name: string, data: Record<string, unknown>) => {
+    const row = rows.get(emailId)!;
+    if (row.contactId) events.push({ projectId: row.projectId, contactId: row.contactId, name, data, source: 'SYSTEM', emailId });
+  };
+  await em.transactional(async (tx) => {
+    if (sent.length) {
+      await tx.execute(
+        `update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
+         from (values ${values(sent.length, 3)}) as v(id, mid, resp) where e.id = v.id::uuid`,
+        sent.flatMap((o) => [o.emailId, o.messageId, o.response]),
       );
-      await recordEmailEvent(em, row, 'email.bounced', { response: detail, responseCode: e.responseCode, attempt });
-      return { status: 'REJECTED', response: detail };
+      for (const o of sent) event(o.emailId, 'email.sent', { messageId: o.messageId, response: o.response });
     }
-    await em.execute(`update emails set error = ?, updated_at = now() where id = ?`, [`Attempt ${attempt}: ${detail}`, row.id]);
-    throw err;
-  }
+    if (rejected.length) {
+      await tx.execute(
+        `update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
+         from (values ${values(rejected.length, 2)}) as v(id, resp) where e.id = v.id::uuid`,
+        rejected.flatMap((o) => [o.emailId, o.response]),
+      );
+      for (const o of rejected) event(o.emailId, 'email.bounced', { response: o.response, attempt });
+    }
+    if (retry.length) {
+      await tx.execute(
+        `update emails e set error = v.err, updated_at = now() from (values ${values(retry.length, 2)}) as v(id, err) where e.id = v.id::uuid`,
+        retry.flatMap((o) => [o.emailId, o.error]),
+      );
+    }
+    const recorded = await insertEvents(tx, events);
+    // Dispatch after commit would be cleaner, but listeners only enqueue work; the transaction is short.
+    await dispatchEvents(recorded);
+  });
 }
 
-/** Marks an email FAILED once delivery has given up on it (retries exhausted or cancelled). */
-export async function markEmailFailed(em: EntityManager, emailId: string, reason: string): Promise<void> {
-  const [row] = await em.execute<EmailRow[]>(
-    `update emails set status = 'FAILED', error = ?, updated_at = now() where id = ? and status in ('QUEUED', 'SENDING')
+/** Marks emails FAILED once delivery has given up on them (retries exhausted). */
+export async function markEmailsFailed(em: EntityManager, emailIds: string[], reason: string): Promise<void> {
+  const rows = await em.execute<{ id: string; projectId: string; contactId: string | null }[]>(
+    `update emails set status = 'FAILED', error = ?, updated_at = now()
+     where id in (${emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
      returning id, project_id as "projectId", contact_id as "contactId"`,
-    [reason, emailId],
+    [reason, ...emailIds],
   );
-  if (row) await recordEmailEvent(em, row, 'email.failed', { reason });
-}
-
-async function recordEmailEvent(
-  em: EntityManager,
-  row: Pick<EmailRow, 'id' | 'projectId' | 'contactId'>,
-  name: string,
-  data: Record<string, unknown>,
-): Promise<void> {
-  if (!row.contactId) return;
-  const events = await insertEvents(em, [
-    { projectId: row.projectId, contactId: row.contactId, name, data, source: 'SYSTEM', emailId: row.id },
-  ]);
+  const events = await insertEvents(
+    em,
+    rows.filter((r) => r.contactId).map((r) => ({ projectId: r.projectId, contactId: r.contactId!, name: 'email.failed', data: { reason }, source: 'SYSTEM' as const, emailId: r.id })),
+  );
   await dispatchEvents(events);
 }

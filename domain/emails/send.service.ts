@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Address } from './email.entity';
 import type { ContactData } from '../contacts/contact.entity';
 import { upsertContact } from '../contacts/contact.repository';
-import { assertSenderDomain } from '../domains/domain.service';
+import { assertSenderDomain, type DomainStatusCache } from '../domains/domain.service';
 import { insertEvents, dispatchEvents, type NewEvent, type RecordedEvent } from '../events/event.service';
 import { renderTemplate } from '../rendering/render';
 import { serviceUnavailable } from '../errors';
@@ -35,8 +35,12 @@ export type EnqueueDelivery = (batch: { projectId: string; emailIds: string[] })
  * durably stored and their delivery workflow has started; if that start fails the rows are marked FAILED and the
  * caller gets a 503, so nothing is reported accepted that will not be sent.
  */
-export async function acceptSend(em: EntityManager, enqueue: EnqueueDelivery, req: SendRequest): Promise<AcceptedEmail[]> {
-  await assertSenderDomain(em, req.projectId, req.from.email);
+export async function acceptSend(
+  em: EntityManager,
+  deps: { enqueue: EnqueueDelivery; domainCache?: DomainStatusCache },
+  req: SendRequest,
+): Promise<AcceptedEmail[]> {
+  await assertSenderDomain(em, req.projectId, req.from.email, { cache: deps.domainCache });
   const accepted: AcceptedEmail[] = [];
   let emitted: RecordedEvent[] = [];
   await em.transactional(async (tx) => {
@@ -87,7 +91,7 @@ export async function acceptSend(em: EntityManager, enqueue: EnqueueDelivery, re
   await dispatchEvents(emitted);
   const emailIds = accepted.map((a) => a.emailId);
   try {
-    await enqueue({ projectId: req.projectId, emailIds });
+    await deps.enqueue({ projectId: req.projectId, emailIds });
   } catch (err) {
     await em.execute(
       `update emails set status = 'FAILED', error = ?, updated_at = now() where id in (${emailIds.map(() => '?').join(', ')})`,

@@ -3,6 +3,8 @@ import { Project, DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from './proje
 import { Membership, type Role } from './membership.entity';
 import { generateKeyPair, hashSecretKey, secretKeyHint, keyKind, type KeyPair, type KeyKind } from './api-keys';
 import { AppError, forbidden, notFound, unauthorized } from '../errors';
+import { ProjectScopedCache } from '../cache/lookup-cache';
+import type { ChangeFeed } from '../cache/change-feed';
 
 export interface ProjectWithKeys {
   project: Project;
@@ -41,6 +43,16 @@ export interface ApiPrincipal {
   keyKind: KeyKind;
 }
 
+interface KeyLookup {
+  id: string;
+  disabled: boolean;
+  disabled_reason: string | null;
+}
+
+/** Key lookups cached per process, invalidated by the `project:<id>` change feed (rotation, disabling, deletion). */
+export type KeyLookupCache = ProjectScopedCache<KeyLookup>;
+export const createKeyLookupCache = (feed: ChangeFeed | undefined): KeyLookupCache => new ProjectScopedCache<KeyLookup>(feed, 'project', 60_000);
+
 /**
  * Resolves an API key to its project. Unknown keys -> 401 INVALID_API_KEY; a public key where a secret key is
  * required -> 401 INVALID_API_KEY; a disabled project -> 403.
@@ -48,7 +60,7 @@ export interface ApiPrincipal {
 export async function authenticateApiKey(
   em: EntityManager,
   key: string | undefined,
-  opts: { allowPublic: boolean },
+  opts: { allowPublic: boolean; cache?: KeyLookupCache },
 ): Promise<ApiPrincipal> {
   if (!key) {
     throw unauthorized('UNAUTHORIZED', 'Missing API key', 'Send the header "Authorization: Bearer <API_KEY>".');
@@ -64,11 +76,11 @@ export async function authenticateApiKey(
   }
   const where = kind === 'secret' ? 'secret_key_hash = ?' : 'public_key = ?';
   const value = kind === 'secret' ? hashSecretKey(key) : key;
-  const rows = await em.execute<{ id: string; disabled: boolean; disabled_reason: string | null }[]>(
-    `select id, disabled, disabled_reason from projects where ${where} limit 1`,
-    [value],
-  );
-  const row = rows[0];
+  const load = async () => {
+    const [found] = await em.execute<KeyLookup[]>(`select id, disabled, disabled_reason from projects where ${where} limit 1`, [value]);
+    return found && { value: found, projectId: found.id };
+  };
+  const row = opts.cache ? await opts.cache.get(`${kind}:${value}`, load) : (await load())?.value;
   if (!row) throw unauthorized('INVALID_API_KEY', 'Invalid API key', 'Keys stop working at once when they are rotated.');
   if (row.disabled) {
     throw forbidden('PROJECT_DISABLED', `This project is disabled${row.disabled_reason ? `: ${row.disabled_reason}` : ''}`);

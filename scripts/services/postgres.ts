@@ -31,7 +31,8 @@ export async function startEmbeddedPostgres(opts: {
     password: 'postgres',
     persistent: opts.persistent,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    // A Unix socket in the data folder serves the service (cheaper than loopback TCP); TCP stays for psql and tools.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${opts.dataDir}`, '-c', 'max_connections=200'],
     onLog: (m: string) => opts.onLog?.(m),
     onError: (m: unknown) => opts.onLog?.(String(m)),
   });
@@ -43,7 +44,7 @@ export async function startEmbeddedPostgres(opts: {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.off(signal, l);
   }
-  const url = `postgres://postgres:postgres@127.0.0.1:${opts.port}/${opts.database}`;
+  const url = `postgres://postgres:postgres@${encodeURIComponent(opts.dataDir)}:${opts.port}/${opts.database}`;
   await ensureDatabase(`postgres://postgres:postgres@127.0.0.1:${opts.port}/postgres`, opts.database);
   return { url, stop: () => pg.stop() };
 }

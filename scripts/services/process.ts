@@ -20,8 +20,9 @@ export function startProcess(
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
   if (opts.logFile) {
     const out = fs.createWriteStream(opts.logFile, { flags: 'a' });
-    child.stdout?.pipe(out);
-    child.stderr?.pipe(out);
+    child.stdout?.pipe(out, { end: false });
+    child.stderr?.pipe(out, { end: false });
+    child.once('close', () => out.end()); // after both streams have ended
   } else if (opts.prefixOutput) {
     const prefix = (chunk: Buffer) =>
       chunk

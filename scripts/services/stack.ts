@@ -109,9 +109,9 @@ export function startTsProcess(
   name: string,
   entry: string,
   env: Record<string, string>,
-  out: { logFile?: string; prefixOutput?: boolean },
+  out: { logFile?: string; prefixOutput?: boolean; nodeArgs?: string[] },
 ): ManagedProcess {
-  return startProcess(name, process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+  return startProcess(name, process.execPath, [...(out.nodeArgs ?? []), '--import', 'tsx', path.join(ROOT, entry)], {
     cwd: ROOT,
     env: { ...process.env, ...env, MAILWRIGHT_ROLE: name },
     ...out,

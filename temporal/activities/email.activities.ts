@@ -1,16 +1,20 @@
 import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
-import { deliverStoredEmail, markEmailFailed, type DeliveryOutcome } from '../../domain/emails/delivery';
+import { deliverBatch, markEmailsFailed, type DeliveryOutcome } from '../../domain/emails/delivery';
 
 export function createEmailActivities(deps: ActivityDeps) {
   return {
-    /** Sends one stored email; throws (retryable) on 4xx/connection errors, returns REJECTED on a 5xx reply. */
-    async deliverEmail(input: { emailId: string }): Promise<DeliveryOutcome> {
-      const attempt = Context.current().info.attempt;
-      return deliverStoredEmail(deps.orm.em.fork(), deps.transport, input.emailId, attempt);
+    /**
+     * Sends a batch of stored emails; returns each email's outcome. Transient SMTP failures come back as RETRY
+     * outcomes (the workflow retries just those); an error thrown here (database down) retries the whole call,
+     * which is safe because emails already sent are not claimed again.
+     */
+    async deliverEmails(input: { emailIds: string[]; attempt: number }): Promise<DeliveryOutcome[]> {
+      const { workflowExecution } = Context.current().info;
+      return deliverBatch(deps.orm.em.fork(), deps.transport, { ...input, workflowId: workflowExecution?.workflowId });
     },
-    async markEmailFailed(input: { emailId: string; reason: string }): Promise<void> {
-      await markEmailFailed(deps.orm.em.fork(), input.emailId, input.reason);
+    async markEmailsFailed(input: { emailIds: string[]; reason: string }): Promise<void> {
+      await markEmailsFailed(deps.orm.em.fork(), input.emailIds, input.reason);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { proxyActivities, ApplicationFailure, ActivityFailure } from '@temporalio/workflow';
+import { proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { EmailActivities } from '../activities/email.activities';
 
 export interface EmailDeliveryInput {
@@ -13,37 +13,46 @@ export interface EmailDeliveryResult {
   skipped: number;
 }
 
-const { deliverEmail } = proxyActivities<EmailActivities>({
-  startToCloseTimeout: '2 minutes',
-  // 4xx replies and connection failures are retried with backoff for up to a day; a 5xx reply is final
-  // (the activity reports it as a result, not an error).
-  scheduleToCloseTimeout: '24 hours',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
+const { deliverEmails, markEmailsFailed } = proxyActivities<EmailActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
-const { markEmailFailed } = proxyActivities<EmailActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
-});
+/** How long transient SMTP failures are retried before an email is marked FAILED. */
+export const GIVE_UP_AFTER_MS = 24 * 3600 * 1000;
+
+/** Backoff between delivery attempts of the emails that got a transient failure: 5 s, 10 s, 20 s, ... 30 min. */
+export function retryDelayMs(attempt: number): number {
+  return Math.min(5_000 * 2 ** (attempt - 1), 30 * 60_000);
+}
 
 /**
- * Delivers the emails of one accepted /v1/send call, in order. Each email is one activity, so its attempts,
- * SMTP errors and retries are visible per email in Temporal Web UI.
+ * Delivers the emails accepted by /v1/send calls of one project (the API batches calls that arrive together).
+ * Each attempt is one activity over the emails still pending; transient failures are retried with backoff for up
+ * to a day, a 5xx reply is final. Every email's status is on its row in the database, and the activity results
+ * show each outcome in Temporal Web UI.
  */
 export async function emailDelivery(input: EmailDeliveryInput): Promise<EmailDeliveryResult> {
   const result: EmailDeliveryResult = { sent: 0, rejected: 0, failed: 0, skipped: 0 };
-  for (const emailId of input.emailIds) {
-    try {
-      const outcome = await deliverEmail({ emailId });
-      if (outcome.status === 'SENT') result.sent++;
-      else if (outcome.status === 'REJECTED') result.rejected++;
-      else result.skipped++;
-    } catch (err) {
-      if (!(err instanceof ActivityFailure)) throw err;
-      const cause = err.cause instanceof ApplicationFailure ? err.cause.message : (err.cause?.message ?? err.message);
-      await markEmailFailed({ emailId, reason: `Delivery gave up: ${cause}` });
-      result.failed++;
+  const startedAt = workflowInfo().startTime.getTime();
+  let pending = input.emailIds;
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    const outcomes = await deliverEmails({ emailIds: pending, attempt });
+    pending = [];
+    for (const o of outcomes) {
+      if (o.status === 'SENT') result.sent++;
+      else if (o.status === 'REJECTED') result.rejected++;
+      else if (o.status === 'SKIPPED') result.skipped++;
+      else pending.push(o.emailId);
     }
+    if (pending.length === 0) break;
+    if (Date.now() - startedAt + retryDelayMs(attempt) > GIVE_UP_AFTER_MS) {
+      const last = outcomes.find((o) => o.status === 'RETRY');
+      await markEmailsFailed({ emailIds: pending, reason: `Delivery gave up after ${attempt} attempts: ${last && 'error' in last ? last.error : 'transient failures'}` });
+      result.failed += pending.length;
+      break;
+    }
+    await sleep(retryDelayMs(attempt));
   }
   return result;
 }

@@ -56,12 +56,14 @@ describe('API key authentication on /v1/send', () => {
     const own = await createTestProject();
     const ownDomain = uniqueDomain();
     await addVerifiedDomain(own.projectId, ownDomain);
+    const body = { to: 'rotated@example.com', from: `hi@${ownDomain}`, subject: 'Rotated', body: '<p>r</p>' };
+    // Use the keys first, so the API has them in its lookup cache: rotation must invalidate it.
+    expect((await api('POST', '/v1/send', { key: own.secretKey, body })).status).toBe(200);
     const rotated = await api('POST', `/users/@me/projects/${own.projectId}/regenerate-keys`, { cookie: own.cookie });
     expect(rotated.status).toBe(200);
     expect(rotated.body.secretKey).toMatch(/^sk_/);
     expect(rotated.body.publicKey).toMatch(/^pk_/);
     expect(rotated.body.secretKey).not.toBe(own.secretKey);
-    const body = { to: 'rotated@example.com', from: `hi@${ownDomain}`, subject: 'Rotated', body: '<p>r</p>' };
     const old = await api('POST', '/v1/send', { key: own.secretKey, body });
     expect(old.status).toBe(401);
     expect(old.body.error.code).toBe('INVALID_API_KEY');
@@ -69,8 +71,9 @@ describe('API key authentication on /v1/send', () => {
     expect(fresh.status).toBe(200);
   });
 
-  test('a disabled project -> 403 PROJECT_DISABLED', async () => {
+  test('a project disabled in the database -> 403 PROJECT_DISABLED on the next request, even with its key cached', async () => {
     const own = await createTestProject();
+    expect((await api('POST', '/v1/send', { key: own.secretKey, body: sendBody() })).status).toBe(403); // domain not ours; key now cached
     await db().query(`update projects set disabled = true, disabled_reason = 'billing' where id = $1`, [own.projectId]);
     const res = await api('POST', '/v1/send', { key: own.secretKey, body: sendBody() });
     expect(res.status).toBe(403);

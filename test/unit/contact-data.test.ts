@@ -1,4 +1,4 @@
-import { applyDataChanges, splitContactData, RESERVED_DATA_KEYS } from '../../domain/contacts/contact-data';
+import { splitContactData, RESERVED_DATA_KEYS } from '../../domain/contacts/contact-data';
 
 describe('contact data rules (SPEC.md › Contact)', () => {
   test.each([
@@ -20,17 +20,5 @@ describe('contact data rules (SPEC.md › Contact)', () => {
     expect([...RESERVED_DATA_KEYS].sort()).toEqual(
       ['email', 'id', 'mailwright_email', 'mailwright_id', 'manageUrl', 'subscribeUrl', 'unsubscribeUrl'].sort(),
     );
-  });
-
-  test('applying: set overwrites, null deletes, empty string keeps the old value', () => {
-    const existing = { plan: 'free', name: 'Ada', city: 'Oslo' };
-    const next = applyDataChanges(existing, splitContactData({ plan: 'pro', name: '', city: null }));
-    expect(next).toEqual({ plan: 'pro', name: 'Ada' });
-    expect(existing).toEqual({ plan: 'free', name: 'Ada', city: 'Oslo' }); // not mutated
-  });
-
-  test('applying returns the same object when nothing changes (so no write happens)', () => {
-    const existing = { plan: 'pro', nested: { a: 1 } };
-    expect(applyDataChanges(existing, splitContactData({ plan: 'pro', nested: { a: 1 }, gone: null, x: '' }))).toBe(existing);
   });
 });

@@ -1,0 +1,85 @@
+// `npm run bench:send`: /v1/send accept rate (one recipient per call) and delivery rate to an SMTP server, on the
+// real stack (embedded Postgres, Temporal dev server, API and worker processes). Loopback only; stops by itself.
+// Options (env): DURATION seconds (20), CONNECTIONS (64), TEMPLATED=1 to send a Liquid template with data.
+import autocannon from 'autocannon';
+import { startSmtpSink } from './smtp-sink';
+import { startBenchStack, benchProject } from './stack';
+import { freePort } from '../scripts/services/process';
+
+const DURATION = Number(process.env.DURATION ?? 20);
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
+const TEMPLATED = process.env.TEMPLATED === '1';
+const DOMAIN = 'bench.example.test';
+
+async function main() {
+  const sink = await startSmtpSink(await freePort());
+  const stack = await startBenchStack({
+    smtpUrl: sink.url,
+    // e.g. API_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the API under load
+    apiNodeArgs: process.env.API_NODE_ARGS?.split(' ').filter(Boolean),
+  });
+  try {
+    const { secretKey } = await benchProject(stack.apiUrl, stack.db, DOMAIN);
+    let n = 0;
+    const body = () =>
+      JSON.stringify(
+        TEMPLATED
+          ? {
+              to: { name: 'Reader', email: `reader-${n++}@example.com` },
+              from: { name: 'Bench', email: `news@${DOMAIN}` },
+              subject: 'Hello {{ first_name | default: "there" }}, your {{ plan }} plan',
+              body: '<h1>Hi {{ first_name }}</h1>{% for item in items %}<p>{{ item.name }}: {{ item.price }}</p>{% endfor %}<p>{{ email }}</p>',
+              data: { first_name: 'Ada', plan: 'pro', items: [{ name: 'A', price: 1 }, { name: 'B', price: 2 }] },
+            }
+          : { to: `reader-${n++}@example.com`, from: `news@${DOMAIN}`, subject: 'Benchmark', body: '<p>Hello from the benchmark</p>' },
+      );
+    const headers = { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' };
+    // Warm-up: JIT, connection pools, the worker's workflow cache.
+    await autocannon({ url: `${stack.apiUrl}/v1/send`, method: 'POST', connections: 8, duration: 3, headers, requests: [{ setupRequest: (r) => ({ ...r, body: body() }) }] });
+    const sentBefore = sink.state.received;
+    const started = Date.now();
+    const result = await autocannon({
+      url: `${stack.apiUrl}/v1/send`,
+      method: 'POST',
+      connections: CONNECTIONS,
+      duration: DURATION,
+      headers,
+      requests: [{ setupRequest: (r) => ({ ...r, body: body() }) }],
+    });
+    const accepted = result['2xx'];
+    const acceptRate = accepted / (result.duration || DURATION);
+    // Every accepted email (including requests still in flight when the load stopped) must reach the SMTP server.
+    const deadline = Date.now() + 10 * 60_000;
+    const pendingCount = async () => Number((await stack.db.query(`select count(*) from emails where status in ('QUEUED', 'SENDING')`)).rows[0].count);
+    while ((await pendingCount()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    const totalAccepted = Number((await stack.db.query(`select count(*) from emails`)).rows[0].count);
+    const drainedAt = Date.now();
+    const delivered = sink.state.received - sentBefore;
+    const { rows } = await stack.db.query(`select status, count(*)::int as n from emails group by status order by status`);
+    const report = {
+      date: new Date().toISOString().slice(0, 10),
+      templated: TEMPLATED,
+      connections: CONNECTIONS,
+      durationS: DURATION,
+      accepted,
+      non2xx: result.non2xx,
+      errors: result.errors,
+      acceptedPerSecond: Math.round(acceptRate),
+      latencyMs: { p50: result.latency.p50, p97_5: result.latency.p97_5, p99: result.latency.p99 },
+      deliveredDuringAndAfter: delivered,
+      deliveredPerSecondEndToEnd: Math.round(delivered / ((drainedAt - started) / 1000)),
+      secondsUntilAllDelivered: Math.round((drainedAt - started) / 100) / 10,
+      emailStatuses: Object.fromEntries(rows.map((r) => [r.status, r.n])),
+      allAcceptedDelivered: sink.state.received === totalAccepted,
+    };
+    console.log(JSON.stringify(report, null, 2));
+  } finally {
+    await stack.stop();
+    await sink.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

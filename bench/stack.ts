@@ -1,0 +1,49 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/services/stack';
+import { freePort } from '../scripts/services/process';
+
+/** The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker. */
+export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerEnv?: Record<string, string> }) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-bench-'));
+  fs.chmodSync(dataDir, 0o755);
+  const [pg, temporal, smtp, web, apiPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const infra = await startInfrastructure(
+    { dataDir, persistent: false, ports: { postgres: pg, temporal, smtp, mailboxWeb: web }, log: (m) => console.log(`[stack] ${m}`) },
+    { SMTP_URL: opts.smtpUrl },
+  );
+  const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: String(apiPort) };
+  const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs });
+  const worker = startTsProcess('worker', 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, 'worker.log') });
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  await waitForHttp(apiUrl, 60_000);
+  const db = new Pool({ connectionString: infra.env.DATABASE_URL, max: 2 });
+  return {
+    apiUrl,
+    db,
+    dataDir,
+    async stop() {
+      await db.end();
+      await Promise.all([api.stop(), worker.stop()]);
+      await infra.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A user, a project and a verified sender domain; returns the secret key. */
+export async function benchProject(apiUrl: string, db: Pool, domain: string): Promise<{ secretKey: string; publicKey: string; projectId: string }> {
+  const post = async (p: string, body: unknown, cookie?: string) => {
+    const res = await fetch(`${apiUrl}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(cookie ? { cookie } : {}) }, body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
+    return res;
+  };
+  const signup = await post('/auth/signup', { email: `bench-${randomUUID()}@example.com`, password: 'benchmark password' });
+  const cookie = signup.headers.getSetCookie()[0]!.split(';')[0]!;
+  const project = (await (await post('/users/@me/projects', { name: 'Bench' }, cookie)).json()) as { id: string; keys: { secretKey: string; publicKey: string } };
+  await db.query(`insert into domains (id, project_id, name, status, verified_at) values ($1, $2, $3, 'VERIFIED', now())`, [randomUUID(), project.id, domain]);
+  return { secretKey: project.keys.secretKey, publicKey: project.keys.publicKey, projectId: project.id };
+}
