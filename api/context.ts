@@ -3,6 +3,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import type { Config } from '../domain/config';
 import type { Logger } from '../domain/logger';
 import type { TemporalGateway } from '../temporal/client';
+import type { EmailIntake } from '../domain/emails/email-intake';
 import type { ApiPrincipal, KeyLookupCache } from '../domain/projects/project.service';
 import type { DomainStatusCache } from '../domain/domains/domain.service';
 
@@ -11,6 +12,8 @@ export interface ApiDeps {
   config: Config;
   orm: MikroORM;
   temporal: TemporalGateway;
+  /** Where accepted emails are stored and handed to delivery. */
+  intake: EmailIntake;
   /** Per-process lookups kept fresh by the database change feed. */
   caches: { keys?: KeyLookupCache; domains?: DomainStatusCache };
 }

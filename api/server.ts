@@ -2,7 +2,8 @@ import http from 'node:http';
 import { config } from '../domain/config';
 import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
-import { TemporalGateway } from '../temporal/client';
+import { TemporalGateway, MAX_DELIVERY_BATCH } from '../temporal/client';
+import { EmailIntake } from '../domain/emails/email-intake';
 import { createApp } from './app';
 import { ChangeFeed } from '../domain/cache/change-feed';
 import { createKeyLookupCache } from '../domain/projects/project.service';
@@ -15,10 +16,12 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
   const temporal = await TemporalGateway.connect(cfg.temporal);
   const feed = new ChangeFeed(cfg.database.url);
   await feed.start();
+  const intake = new EmailIntake(orm, (batch) => temporal.startEmailDelivery(batch), { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 25 });
   const app = createApp({
     config: cfg,
     orm,
     temporal,
+    intake,
     caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed) },
   });
   const server = http.createServer(app.callback());
@@ -33,6 +36,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
       const force = setTimeout(() => server.closeAllConnections(), 5_000);
       await closed;
       clearTimeout(force);
+      intake.flushAll();
       await feed.close();
       await temporal.close();
       await orm.close();

@@ -19,19 +19,21 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
   const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs });
   const worker = startTsProcess('worker', 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, 'worker.log') });
   const apiUrl = `http://127.0.0.1:${apiPort}`;
-  await waitForHttp(apiUrl, 60_000);
   const db = new Pool({ connectionString: infra.env.DATABASE_URL, max: 2 });
-  return {
-    apiUrl,
-    db,
-    dataDir,
-    async stop() {
-      await db.end();
-      await Promise.all([api.stop(), worker.stop()]);
-      await infra.stop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
+  const stop = async () => {
+    await db.end();
+    await Promise.all([api.stop(), worker.stop()]);
+    await infra.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
   };
+  try {
+    await waitForHttp(apiUrl, 60_000);
+  } catch (err) {
+    console.error(`the API did not start; see ${dataDir}/api.log`);
+    await stop();
+    throw err;
+  }
+  return { apiUrl, db, dataDir, stop };
 }
 
 /** A user, a project and a verified sender domain; returns the secret key. */

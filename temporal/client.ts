@@ -3,7 +3,6 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../domain/config';
 import { SA } from './search-attributes';
 import type { emailDelivery } from './workflows';
-import { DeliveryBatcher } from './delivery-batcher';
 
 /**
  * Emails per delivery workflow. Bounded by the EmailIds search attribute (Temporal limits one attribute value to
@@ -16,15 +15,11 @@ export const MAX_DELIVERY_BATCH = 40;
  * so a retry of the same start is recognised ("already started" counts as success).
  */
 export class TemporalGateway {
-  private readonly batcher: DeliveryBatcher;
-
   private constructor(
     readonly client: Client,
     private readonly connection: Connection,
     private readonly taskQueue: string,
-  ) {
-    this.batcher = new DeliveryBatcher((batch) => this.startEmailDelivery(batch), { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 15 });
-  }
+  ) {}
 
   static async connect(cfg: Config['temporal']): Promise<TemporalGateway> {
     const connection = await Connection.connect({ address: cfg.address });
@@ -34,11 +29,6 @@ export class TemporalGateway {
 
   static emailDeliveryId(firstEmailId: string): string {
     return `email-delivery/${firstEmailId}`;
-  }
-
-  /** Hands accepted emails to delivery; resolves once the workflow that will send them has started. */
-  enqueueEmailDelivery(input: { projectId: string; emailIds: string[] }): Promise<void> {
-    return this.batcher.enqueue(input.projectId, input.emailIds);
   }
 
   async startEmailDelivery(input: { projectId: string; emailIds: string[] }): Promise<string> {
@@ -60,7 +50,6 @@ export class TemporalGateway {
   }
 
   async close(): Promise<void> {
-    this.batcher.flushAll();
     await this.connection.close();
   }
 }

@@ -1,0 +1,101 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { serviceUnavailable } from '../errors';
+
+/** An accepted email as stored: the row of `emails` before delivery. */
+export interface NewEmail {
+  id: string;
+  projectId: string;
+  contactId: string;
+  kind: 'TRANSACTIONAL' | 'MARKETING';
+  toEmail: string;
+  toName: string | null;
+  fromEmail: string;
+  fromName: string | null;
+  replyTo: string | null;
+  subject: string;
+  html: string;
+  headers: Record<string, string>;
+}
+
+export type StartDelivery = (batch: { projectId: string; emailIds: string[] }) => Promise<unknown>;
+
+interface OpenBatch {
+  emails: NewEmail[];
+  waiters: { resolve: () => void; reject: (e: unknown) => void }[];
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Where accepted emails enter delivery. Emails of one project that arrive within `maxWaitMs` of each other are
+ * stored with one INSERT and handed to one delivery workflow; each caller's promise resolves only after both
+ * happened, so a /v1/send response still means "stored and its delivery started". If the workflow cannot be
+ * started the stored rows are marked FAILED and every caller in the batch gets a 503: nothing is reported accepted
+ * that will not be sent, and nothing is sent that was not reported.
+ */
+export class EmailIntake {
+  private readonly open = new Map<string, OpenBatch>();
+
+  constructor(
+    private readonly orm: MikroORM,
+    private readonly startDelivery: StartDelivery,
+    private readonly opts: { maxBatch: number; maxWaitMs: number },
+  ) {}
+
+  async submit(projectId: string, emails: NewEmail[]): Promise<void> {
+    if (emails.length > this.opts.maxBatch) {
+      const chunks: NewEmail[][] = [];
+      for (let i = 0; i < emails.length; i += this.opts.maxBatch) chunks.push(emails.slice(i, i + this.opts.maxBatch));
+      await Promise.all(chunks.map((chunk) => this.submit(projectId, chunk)));
+      return;
+    }
+    return new Promise<void>((resolve, reject) => {
+      let batch = this.open.get(projectId);
+      if (batch && batch.emails.length + emails.length > this.opts.maxBatch) {
+        this.flush(projectId);
+        batch = undefined;
+      }
+      if (!batch) {
+        batch = { emails: [], waiters: [], timer: setTimeout(() => this.flush(projectId), this.opts.maxWaitMs) };
+        this.open.set(projectId, batch);
+      }
+      batch.emails.push(...emails);
+      batch.waiters.push({ resolve, reject });
+      if (batch.emails.length >= this.opts.maxBatch) this.flush(projectId);
+    });
+  }
+
+  private flush(projectId: string): void {
+    const batch = this.open.get(projectId);
+    if (!batch) return;
+    this.open.delete(projectId);
+    clearTimeout(batch.timer);
+    this.persistAndStart(projectId, batch.emails).then(
+      () => batch.waiters.forEach((w) => w.resolve()),
+      (err) => batch.waiters.forEach((w) => w.reject(err)),
+    );
+  }
+
+  private async persistAndStart(projectId: string, emails: NewEmail[]): Promise<void> {
+    const em = this.orm.em.fork();
+    await em.execute(
+      `insert into emails (id, project_id, contact_id, kind, to_email, to_name, from_email, from_name, reply_to, subject, html, headers)
+       values ${emails.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+      emails.flatMap((e) => [e.id, e.projectId, e.contactId, e.kind, e.toEmail, e.toName, e.fromEmail, e.fromName, e.replyTo, e.subject, e.html, JSON.stringify(e.headers)]),
+    );
+    const emailIds = emails.map((e) => e.id);
+    try {
+      await this.startDelivery({ projectId, emailIds });
+    } catch (err) {
+      await em.execute(
+        `update emails set status = 'FAILED', error = ?, updated_at = now() where id in (${emailIds.map(() => '?').join(', ')})`,
+        [`Could not be queued for delivery: ${(err as Error).message}`, ...emailIds],
+      );
+      throw serviceUnavailable('Delivery is temporarily unavailable; nothing was sent. Retry the request.');
+    }
+  }
+
+  /** Stores and starts whatever is waiting (on shutdown). */
+  flushAll(): void {
+    for (const projectId of [...this.open.keys()]) this.flush(projectId);
+  }
+}
