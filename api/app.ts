@@ -16,7 +16,9 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {
-    ctx.state.em = deps.orm.em.fork();
+    // Forked on first use: requests answered from caches or by validation never pay for an EntityManager.
+    let em: AppState['em'] | undefined;
+    Object.defineProperty(ctx.state, 'em', { get: () => (em ??= deps.orm.em.fork()), configurable: true });
     await next();
   });
   app.use(routes.router.routes());

@@ -16,7 +16,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
   const temporal = await TemporalGateway.connect(cfg.temporal);
   const feed = new ChangeFeed(cfg.database.url);
   await feed.start();
-  const intake = new EmailIntake(orm, (batch) => temporal.startEmailDelivery(batch), { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 25 });
+  const intake = new EmailIntake(orm, (batch) => temporal.startEmailDelivery(batch), { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 40 });
   const app = createApp({
     config: cfg,
     orm,

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Transporter } from 'nodemailer';
-import { insertEvents, dispatchEvents, type NewEvent } from '../events/event.service';
+import { insertEvents, dispatchEvents, type RecordedEvent } from '../events/event.service';
+import { uuidv7 } from '../ids';
 import { emailDomain } from '../contacts/email-address';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
@@ -89,46 +90,60 @@ export async function deliverBatch(
       }
     }),
   );
-  await recordOutcomes(em, outcomes, byId, input.attempt);
+  await recordOutcomes(em, outcomes, input.attempt);
   return outcomes;
 }
 
-async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], rows: Map<string, EmailRow>, attempt: number) {
+/**
+ * Records a batch's outcomes: one statement per kind of outcome updates the emails and inserts their email.*
+ * events together (a data-modifying CTE), so a status and its event commit atomically.
+ */
+async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], attempt: number) {
   const sent = outcomes.filter((o) => o.status === 'SENT');
   const rejected = outcomes.filter((o) => o.status === 'REJECTED');
   const retry = outcomes.filter((o) => o.status === 'RETRY');
-  const events: NewEvent[] = [];
-  const event = (emailId: string, name: string, data: Record<string, unknown>) => {
-    const row = rows.get(emailId)!;
-    if (row.contactId) events.push({ projectId: row.projectId, contactId: row.contactId, name, data, source: 'SYSTEM', emailId });
+  const recorded: RecordedEvent[] = [];
+  const withEvents = async (sql: string, params: unknown[]) => {
+    const rows = await em.execute<{ id: string; projectId: string; contactId: string; emailId: string; name: string; data: Record<string, unknown>; createdAt: Date }[]>(sql, params);
+    recorded.push(...rows.map((r) => ({ ...r, source: 'SYSTEM' as const })));
   };
-  await em.transactional(async (tx) => {
-    if (sent.length) {
-      await tx.execute(
-        `update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
-         from (values ${values(sent.length, 3)}) as v(id, mid, resp) where e.id = v.id::uuid`,
-        sent.flatMap((o) => [o.emailId, o.messageId, o.response]),
-      );
-      for (const o of sent) event(o.emailId, 'email.sent', { messageId: o.messageId, response: o.response });
-    }
-    if (rejected.length) {
-      await tx.execute(
-        `update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
-         from (values ${values(rejected.length, 2)}) as v(id, resp) where e.id = v.id::uuid`,
-        rejected.flatMap((o) => [o.emailId, o.response]),
-      );
-      for (const o of rejected) event(o.emailId, 'email.bounced', { response: o.response, attempt });
-    }
-    if (retry.length) {
-      await tx.execute(
-        `update emails e set error = v.err, updated_at = now() from (values ${values(retry.length, 2)}) as v(id, err) where e.id = v.id::uuid`,
-        retry.flatMap((o) => [o.emailId, o.error]),
-      );
-    }
-    const recorded = await insertEvents(tx, events);
-    // Dispatch after commit would be cleaner, but listeners only enqueue work; the transaction is short.
-    await dispatchEvents(recorded);
-  });
+  if (sent.length) {
+    await withEvents(
+      `with v(id, mid, resp, event_id) as (values ${values(sent.length, 4)}),
+       upd as (
+         update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
+         from v where e.id = v.id::uuid
+         returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
+       )
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select event_id::uuid, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
+       from upd where contact_id is not null
+       returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`,
+      sent.flatMap((o) => [o.emailId, o.messageId, o.response, uuidv7()]),
+    );
+  }
+  if (rejected.length) {
+    await withEvents(
+      `with v(id, resp, event_id) as (values ${values(rejected.length, 3)}),
+       upd as (
+         update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
+         from v where e.id = v.id::uuid
+         returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+       )
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select event_id::uuid, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'attempt', ?::int), 'SYSTEM', id, now()
+       from upd where contact_id is not null
+       returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`,
+      [...rejected.flatMap((o) => [o.emailId, o.response, uuidv7()]), attempt],
+    );
+  }
+  if (retry.length) {
+    await em.execute(
+      `update emails e set error = v.err, updated_at = now() from (values ${values(retry.length, 2)}) as v(id, err) where e.id = v.id::uuid`,
+      retry.flatMap((o) => [o.emailId, o.error]),
+    );
+  }
+  await dispatchEvents(recorded);
 }
 
 /** Marks emails FAILED once delivery has given up on them (retries exhausted). */
