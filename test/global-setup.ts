@@ -5,6 +5,7 @@ import { Connection, Client } from '@temporalio/client';
 import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/services/stack';
 import { freePort, type ManagedProcess } from '../scripts/services/process';
 import type { TestStackEnv } from './stack-env';
+import { startSmtpCapture } from './support/smtp-capture';
 
 declare global {
   var __MAILWRIGHT_STACK__: { stop(): Promise<void> } | undefined;
@@ -28,18 +29,19 @@ async function waitForWorker(address: string, taskQueue: string, timeoutMs: numb
 }
 
 /**
- * Starts the real stack once for the whole run: Postgres, the Temporal dev server, MailDev, then the API and the
- * worker as separate processes, exactly as `npm run api` and `npm run worker` run in production.
+ * Starts the real stack once for the whole run: Postgres, the Temporal dev server, an SMTP capture server, then the
+ * API and the worker as separate processes, exactly as `npm run api` and `npm run worker` run in production.
  */
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-test-'));
   fs.chmodSync(dataDir, 0o755); // Postgres runs as the postgres user when we are root; it must reach its folder
   const log = (msg: string) => process.stdout.write(`[test stack] ${msg}\n`);
-  const [pgPort, temporalPort, smtpPort, webPort, apiPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const [pgPort, temporalPort, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const capture = await startSmtpCapture();
   const infra = await startInfrastructure(
-    { dataDir, persistent: false, ports: { postgres: pgPort, temporal: temporalPort, smtp: smtpPort, mailboxWeb: webPort }, log },
-    {},
+    { dataDir, persistent: false, ports: { postgres: pgPort, temporal: temporalPort, smtp: 0, mailboxWeb: 0 }, log },
+    { SMTP_URL: capture.smtpUrl },
   );
   const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', PORT: String(apiPort), TEMPORAL_TASK_QUEUE: 'mailwright' };
   const children: ManagedProcess[] = [
@@ -49,6 +51,7 @@ export default async function globalSetup(): Promise<void> {
   const stop = async () => {
     await Promise.all(children.map((c) => c.stop()));
     await infra.stop();
+    await capture.stop();
     if (!process.env.KEEP_TEST_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   globalThis.__MAILWRIGHT_STACK__ = { stop };
@@ -64,7 +67,7 @@ export default async function globalSetup(): Promise<void> {
     apiUrl: `http://127.0.0.1:${apiPort}`,
     databaseUrl: infra.env.DATABASE_URL!,
     temporalAddress: infra.env.TEMPORAL_ADDRESS!,
-    mailboxUrl: infra.urls.mailbox!,
+    mailboxUrl: capture.httpUrl,
     dataDir,
   };
   process.env.MAILWRIGHT_TEST_STACK = JSON.stringify(stack);

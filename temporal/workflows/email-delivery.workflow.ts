@@ -4,6 +4,8 @@ import type { EmailActivities } from '../activities/email.activities';
 export interface EmailDeliveryInput {
   projectId: string;
   emailIds: string[];
+  /** How long transient failures are retried before the emails are marked FAILED (default one day). */
+  retryWindowMs?: number;
 }
 
 export interface EmailDeliveryResult {
@@ -27,8 +29,8 @@ const { markEmailsFailed } = proxyActivities<EmailActivities>({
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
 
-/** How long transient SMTP failures are retried before an email is marked FAILED. */
-export const GIVE_UP_AFTER_MS = 24 * 3600 * 1000;
+/** How long transient SMTP failures are retried, by default, before an email is marked FAILED. */
+export const DEFAULT_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
 /** Backoff between delivery attempts of the emails that got a transient failure: 5 s, 10 s, 20 s, ... 30 min. */
 export function retryDelayMs(attempt: number): number {
@@ -55,7 +57,7 @@ export async function emailDelivery(input: EmailDeliveryInput): Promise<EmailDel
       else pending.push(o.emailId);
     }
     if (pending.length === 0) break;
-    if (Date.now() - startedAt + retryDelayMs(attempt) > GIVE_UP_AFTER_MS) {
+    if (Date.now() - startedAt + retryDelayMs(attempt) > (input.retryWindowMs ?? DEFAULT_RETRY_WINDOW_MS)) {
       const last = outcomes.find((o) => o.status === 'RETRY');
       await markEmailsFailed({ emailIds: pending, reason: `Delivery gave up after ${attempt} attempts: ${last && 'error' in last ? last.error : 'transient failures'}` });
       result.failed += pending.length;
