@@ -21,7 +21,6 @@ const schema = z
     SMTP_URL: z.string().default('smtp://127.0.0.1:1025'),
     SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
     JWT_SECRET: z.string().min(16).optional(),
-    APP_SECRET: z.string().min(16).optional(),
     SIGNUP_ENABLED: bool.default(true),
     COOKIE_SECURE: bool.optional(),
     MAX_JSON_BODY: z.string().default('1mb'),
@@ -29,7 +28,7 @@ const schema = z
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
-      for (const key of ['JWT_SECRET', 'APP_SECRET', 'PUBLIC_URL'] as const) {
+      for (const key of ['JWT_SECRET', 'PUBLIC_URL'] as const) {
         if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required in production' });
       }
     }
@@ -50,7 +49,6 @@ function buildConfig(env: z.infer<typeof schema>) {
     smtp: { url: env.SMTP_URL, poolSize: env.SMTP_POOL_SIZE },
     // Development and test get a fixed secret so a restart keeps sessions; production refuses to start without one.
     jwtSecret: env.JWT_SECRET ?? DEV_SECRET,
-    appSecret: env.APP_SECRET ?? DEV_SECRET,
     signupEnabled: env.SIGNUP_ENABLED,
     cookieSecure: env.COOKIE_SECURE ?? publicUrl.startsWith('https://'),
     limits: { jsonBody: env.MAX_JSON_BODY, sendBody: env.MAX_SEND_BODY },

@@ -1,0 +1,15 @@
+# One image for the API, the worker and the migration job (the command picks the role).
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+COPY tsconfig.json ./
+COPY api ./api
+COPY domain ./domain
+COPY temporal ./temporal
+COPY migrations ./migrations
+COPY scripts/migrate.ts ./scripts/migrate.ts
+USER node
+EXPOSE 3000
+CMD ["npm", "run", "api"]
