@@ -3,6 +3,9 @@ import type { AppState, ApiDeps } from './context';
 import { errorHandler } from './middleware/error-handler';
 import { Routes } from './route';
 import { sendRoutes } from './send/routes';
+import { trackRoutes } from './track/routes';
+import { contactRoutes } from './contacts/routes';
+import { eventRoutes } from './events/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
@@ -12,7 +15,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
   app.silent = true; // errors are rendered and logged by errorHandler
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, trackRoutes, contactRoutes, eventRoutes, docsRoutes]) register(routes, deps);
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {

@@ -15,7 +15,11 @@ export function customIssue(ctx: z.RefinementCtx, message: string, code: string,
   ctx.addIssue({ code: 'custom', message, path, params: { code } });
 }
 
-export const emailString = z.email({ error: 'Must be a valid email address' }).max(320);
+/** An email address; surrounding whitespace is forgiven (and trimmed). */
+export const emailString = z.preprocess(
+  (v) => (typeof v === 'string' ? v.trim() : v),
+  z.email({ error: 'Must be a valid email address' }).max(320),
+);
 
 /** Query strings arrive as text. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');

@@ -8,9 +8,14 @@ export const Contact = defineEntity({
   name: 'Contact',
   tableName: 'contacts',
   uniques: [{ properties: ['project', 'email'] }],
+  indexes: [
+    { properties: ['project', 'id'] },
+    { properties: ['project', 'subscribed', 'id'] },
+    { name: 'contacts_email_trgm_index', expression: 'create index "contacts_email_trgm_index" on "contacts" using gin ("email" gin_trgm_ops)' },
+  ],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
-    project: () => p.manyToOne(Project).deleteRule('cascade').index(),
+    project: () => p.manyToOne(Project).deleteRule('cascade'),
     /** Stored normalized: trimmed and lowercased. */
     email: p.string().length(320),
     subscribed: p.boolean(),

@@ -19,27 +19,28 @@ export interface UpsertResult {
   isNew: boolean;
   /** True when an existing contact changed (data or subscription). */
   isUpdate: boolean;
-  /** Set when an existing contact's subscription changed. */
-  subscriptionChange?: 'subscribed' | 'unsubscribed';
   /** Stored data plus this call's non-persistent values: the template variables of this call. */
   variables: ContactData;
-  /** The contact.subscribed / contact.unsubscribed event recorded with the change (when asked for). */
+  /** contact.subscribed / contact.unsubscribed, recorded when an existing contact's subscription changed. */
   subscriptionEvent?: RecordedEvent;
+  /** The tracked event, when one was asked for. */
+  trackedEvent?: RecordedEvent;
 }
 
 /**
  * One statement does the whole upsert: lock the existing row (FOR UPDATE sees the latest committed version), insert
  * when there is none, otherwise apply the data changes (`||` sets top-level keys, `-` removes the null ones) and the
- * subscription, writing only when something changed. When `emit_subscription_events` is set and an existing
- * contact's subscription changed, the same statement records contact.subscribed / contact.unsubscribed, so the
- * change and its event commit together, exactly once per real change.
+ * subscription, writing only when something changed. When an existing contact's subscription changes, the same
+ * statement records contact.subscribed / contact.unsubscribed, and when `track_name` is given it records that
+ * tracked event too: the change and its events commit together, exactly once.
  */
 const UPSERT_SQL = `
 with input as (
   select ?::uuid as project_id, ?::text as email, ?::jsonb as set_data,
          array(select jsonb_array_elements_text(?::jsonb)) as unset_keys,
          ?::boolean as subscribed, ?::boolean as default_subscribed, ?::uuid as new_id,
-         ?::boolean as emit_subscription_events, ?::uuid as event_id, ?::jsonb as event_data
+         ?::uuid as sub_event_id, ?::jsonb as sub_event_data,
+         ?::text as track_name, ?::uuid as track_id, ?::jsonb as track_data
 ),
 locked as (
   select c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
@@ -61,78 +62,91 @@ updated as (
     and ((l.data || i.set_data) - i.unset_keys <> l.data or coalesce(i.subscribed, l.subscribed) <> l.subscribed)
   returning c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
 ),
-event as (
+sub_event as (
   insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select i.event_id, i.project_id, u.id, case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
-         i.event_data, 'SYSTEM', now()
+  select i.sub_event_id, i.project_id, u.id, case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
+         i.sub_event_data, 'SYSTEM', now()
   from updated u join locked l on l.id = u.id, input i
-  where i.emit_subscription_events and u.subscribed <> l.subscribed
-  returning id, name, created_at
+  where u.subscribed <> l.subscribed
+  returning id, created_at
+),
+tracked as (
+  insert into events (id, project_id, contact_id, name, data, source, created_at)
+  select i.track_id, i.project_id, c.id, i.track_name, i.track_data, 'TRACKED', now()
+  from (select id from inserted union all select id from locked) c, input i
+  where i.track_name is not null
+  returning id, created_at
+),
+result as (
+  select 'inserted' as outcome, id, email, subscribed, data, created_at, updated_at, null::boolean as previous_subscribed from inserted
+  union all
+  select 'updated', u.id, u.email, u.subscribed, u.data, u.created_at, u.updated_at, l.subscribed from updated u join locked l on l.id = u.id
+  union all
+  select 'unchanged', l.id, l.email, l.subscribed, l.data, l.created_at, l.updated_at, l.subscribed from locked l where not exists (select 1 from updated)
 )
-select 'inserted' as outcome, id, email, subscribed, data, created_at as "createdAt", updated_at as "updatedAt", null::boolean as "previousSubscribed",
-       null::uuid as "eventId", null::timestamptz as "eventAt" from inserted
-union all
-select 'updated', u.id, u.email, u.subscribed, u.data, u.created_at, u.updated_at, l.subscribed, e.id, e.created_at
-from updated u join locked l on l.id = u.id left join event e on true
-union all
-select 'unchanged', l.id, l.email, l.subscribed, l.data, l.created_at, l.updated_at, l.subscribed, null, null
-from locked l where not exists (select 1 from updated)`;
+select r.outcome, r.id, r.email, r.subscribed, r.data, r.created_at as "createdAt", r.updated_at as "updatedAt",
+       r.previous_subscribed as "previousSubscribed", s.id as "subEventId", s.created_at as "subEventAt",
+       t.id as "trackedId", t.created_at as "trackedAt"
+from result r left join sub_event s on true left join tracked t on true`;
 
 type UpsertRow = ContactRow & {
   outcome: 'inserted' | 'updated' | 'unchanged';
   previousSubscribed: boolean | null;
-  eventId: string | null;
-  eventAt: Date | null;
+  subEventId: string | null;
+  subEventAt: Date | null;
+  trackedId: string | null;
+  trackedAt: Date | null;
 };
+
+export interface UpsertInput {
+  projectId: string;
+  email: string;
+  subscribed?: boolean;
+  data?: ContactData;
+  /** Subscription of a new contact when `subscribed` is not given. */
+  defaultSubscribed: boolean;
+  /** Where the change came from, recorded on contact.subscribed / contact.unsubscribed (e.g. `{ via: 'send' }`). */
+  source: Record<string, unknown>;
+  /** A tracked event to record for the contact in the same statement. */
+  track?: { name: string; data: Record<string, unknown> };
+}
 
 /**
  * Creates or updates a contact by (project, email), applying the contact data rules (SPEC.md › Contact). Safe under
  * concurrency: the row lock serializes upserts of one email, and a lost insert race is retried.
  */
-export async function upsertContact(
-  em: EntityManager,
-  input: {
-    projectId: string;
-    email: string;
-    subscribed?: boolean;
-    data?: ContactData;
-    defaultSubscribed: boolean;
-    /** Record contact.subscribed / contact.unsubscribed when an existing contact's subscription changes. */
-    subscriptionEvents?: { data: Record<string, unknown> };
-  },
-): Promise<UpsertResult> {
+export async function upsertContact(em: EntityManager, input: UpsertInput): Promise<UpsertResult> {
   const email = normalizeEmail(input.email);
   const changes = splitContactData(input.data);
-  const params = [
-    input.projectId,
-    email,
-    JSON.stringify(changes.set),
-    JSON.stringify(changes.unset), // as JSON: the query builder would expand a JS array into a list
-    input.subscribed ?? null,
-    input.defaultSubscribed,
-  ];
   for (let attempt = 0; attempt < 3; attempt++) {
     const [row] = await em.execute<UpsertRow[]>(UPSERT_SQL, [
-      ...params,
+      input.projectId,
+      email,
+      JSON.stringify(changes.set),
+      JSON.stringify(changes.unset), // as JSON: the query builder would expand a JS array into a list
+      input.subscribed ?? null,
+      input.defaultSubscribed,
       uuidv7(),
-      Boolean(input.subscriptionEvents),
       uuidv7(),
-      JSON.stringify(input.subscriptionEvents?.data ?? {}),
+      JSON.stringify(input.source),
+      input.track?.name ?? null,
+      uuidv7(),
+      JSON.stringify(input.track?.data ?? {}),
     ]);
     if (!row) continue; // another transaction inserted this email between our lock and our insert: run again
-    const { outcome, previousSubscribed, eventId, eventAt, ...contact } = row;
-    const changed = outcome === 'updated' && previousSubscribed !== contact.subscribed;
-    const change = changed ? (contact.subscribed ? 'subscribed' : 'unsubscribed') : undefined;
+    const { outcome, previousSubscribed, subEventId, subEventAt, trackedId, trackedAt, ...contact } = row;
+    const base = { projectId: input.projectId, contactId: contact.id };
     return {
       contact,
       isNew: outcome === 'inserted',
       isUpdate: outcome === 'updated',
-      subscriptionChange: change,
       variables: { ...contact.data, ...changes.transient },
-      subscriptionEvent:
-        eventId && change
-          ? { id: eventId, createdAt: eventAt!, projectId: input.projectId, contactId: contact.id, name: `contact.${change}`, source: 'SYSTEM', data: input.subscriptionEvents!.data }
-          : undefined,
+      subscriptionEvent: subEventId
+        ? { ...base, id: subEventId, createdAt: subEventAt!, name: contact.subscribed ? 'contact.subscribed' : 'contact.unsubscribed', source: 'SYSTEM', data: input.source }
+        : undefined,
+      trackedEvent: trackedId
+        ? { ...base, id: trackedId, createdAt: trackedAt!, name: input.track!.name, source: 'TRACKED', data: input.track!.data }
+        : undefined,
     };
   }
   throw new Error(`Could not upsert contact ${email} after 3 attempts`);

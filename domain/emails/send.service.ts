@@ -50,7 +50,7 @@ export async function acceptSend(
       subscribed: req.subscribed,
       data: req.data,
       defaultSubscribed: false,
-      subscriptionEvents: { data: { via: 'send' } },
+      source: { via: 'send' },
     });
     if (up.subscriptionEvent) emitted.push(up.subscriptionEvent);
     const variables = {

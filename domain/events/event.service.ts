@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7 } from '../ids';
+import { decodeCursor, toPage, type CursorPage } from '../pagination';
 
 export interface NewEvent {
   projectId: string;
@@ -47,4 +48,114 @@ export async function insertEvents(em: EntityManager, events: NewEvent[]): Promi
 export async function dispatchEvents(events: RecordedEvent[]): Promise<void> {
   if (events.length === 0) return;
   for (const listener of listeners) await listener(events);
+}
+
+export interface EventRow {
+  id: string;
+  name: string;
+  contactId: string;
+  contactEmail: string;
+  data: Record<string, unknown>;
+  source: 'TRACKED' | 'SYSTEM';
+  emailId: string | null;
+  createdAt: Date;
+}
+
+const EVENT_COLUMNS = `e.id, e.name, e.contact_id as "contactId", c.email as "contactEmail", e.data, e.source, e.email_id as "emailId", e.created_at as "createdAt"`;
+
+/** Recent events of the project, newest first; optionally one name or one contact. */
+export async function listEvents(
+  em: EntityManager,
+  projectId: string,
+  q: { limit: number; cursor?: string; name?: string; contactId?: string },
+): Promise<CursorPage<EventRow>> {
+  const after = decodeCursor(q.cursor);
+  const where = ['e.project_id = ?'];
+  const params: unknown[] = [projectId];
+  if (q.name) {
+    where.push('e.name = ?');
+    params.push(q.name);
+  }
+  if (q.contactId) {
+    where.push('e.contact_id = ?');
+    params.push(q.contactId);
+  }
+  const filter = where.join(' and ');
+  const rows = await em.execute<EventRow[]>(
+    `select ${EVENT_COLUMNS} from events e join contacts c on c.id = e.contact_id
+     where ${filter}${after ? ' and e.id < ?' : ''} order by e.id desc limit ?`,
+    [...params, ...(after ? [after] : []), q.limit + 1],
+  );
+  let total = 0;
+  if (!after) {
+    const [count] = await em.execute<{ n: string }[]>(`select count(*) as n from events e where ${filter}`, params);
+    total = Number(count!.n);
+  }
+  return toPage(rows, q.limit, total);
+}
+
+export interface EventStats {
+  windowDays: number;
+  total: number;
+  inWindow: number;
+  last24h: number;
+  uniqueContacts: number;
+  byName: { name: string; count: number }[];
+  daily: { date: string; count: number }[];
+}
+
+/** Counts over the last `days` days: totals, per name (top 20) and per UTC day. */
+export async function eventStats(em: EntityManager, projectId: string, days: number): Promise<EventStats> {
+  const [totals] = await em.execute<{ total: string; in_window: string; last24h: string; contacts: string }[]>(
+    `select count(*) as total,
+            count(*) filter (where created_at >= now() - make_interval(days => ?)) as in_window,
+            count(*) filter (where created_at >= now() - interval '24 hours') as last24h,
+            count(distinct contact_id) filter (where created_at >= now() - make_interval(days => ?)) as contacts
+     from events where project_id = ?`,
+    [days, days, projectId],
+  );
+  const byName = await em.execute<{ name: string; count: string }[]>(
+    `select name, count(*) as count from events where project_id = ? and created_at >= now() - make_interval(days => ?)
+     group by name order by 2 desc, 1 limit 20`,
+    [projectId, days],
+  );
+  const daily = await em.execute<{ date: string; count: string }[]>(
+    `select to_char(d, 'YYYY-MM-DD') as date, coalesce(n, 0) as count
+     from generate_series(date_trunc('day', now() at time zone 'utc') - make_interval(days => ? - 1), date_trunc('day', now() at time zone 'utc'), interval '1 day') d
+     left join (select date_trunc('day', created_at at time zone 'utc') as day, count(*) as n from events
+                where project_id = ? and created_at >= now() - make_interval(days => ?) group by 1) x on x.day = d
+     order by d`,
+    [days, projectId, days],
+  );
+  return {
+    windowDays: days,
+    total: Number(totals!.total),
+    inWindow: Number(totals!.in_window),
+    last24h: Number(totals!.last24h),
+    uniqueContacts: Number(totals!.contacts),
+    byName: byName.map((r) => ({ name: r.name, count: Number(r.count) })),
+    daily: daily.map((r) => ({ date: r.date, count: Number(r.count) })),
+  };
+}
+
+/** Distinct event names with their counts and when each was last seen. */
+export async function eventNames(
+  em: EntityManager,
+  projectId: string,
+): Promise<{ name: string; count: number; lastSeenAt: Date; source: 'TRACKED' | 'SYSTEM' }[]> {
+  const rows = await em.execute<{ name: string; count: string; lastSeenAt: Date; source: 'TRACKED' | 'SYSTEM' }[]>(
+    `select name, count(*) as count, max(created_at) as "lastSeenAt", min(source) as source
+     from events where project_id = ? group by name order by name`,
+    [projectId],
+  );
+  return rows.map((r) => ({ ...r, count: Number(r.count) }));
+}
+
+/** Deletes every event with this name in the project; returns how many. */
+export async function deleteEventsByName(em: EntityManager, projectId: string, name: string): Promise<number> {
+  const [row] = await em.execute<{ n: string }[]>(
+    `with gone as (delete from events where project_id = ? and name = ? returning 1) select count(*) as n from gone`,
+    [projectId, name],
+  );
+  return Number(row!.n);
 }

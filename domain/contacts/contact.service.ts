@@ -1,0 +1,161 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { ContactData } from './contact.entity';
+import { upsertContact, type ContactRow, type UpsertResult } from './contact.repository';
+import { splitContactData } from './contact-data';
+import { normalizeEmail } from './email-address';
+import { dispatchEvents, type RecordedEvent } from '../events/event.service';
+import { conflict, notFound } from '../errors';
+import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
+import { uuidv7 } from '../ids';
+
+const COLUMNS = 'id, email, subscribed, data, created_at as "createdAt", updated_at as "updatedAt"';
+
+async function dispatchFrom(result: { subscriptionEvent?: RecordedEvent; trackedEvent?: RecordedEvent }): Promise<void> {
+  await dispatchEvents([result.subscriptionEvent, result.trackedEvent].filter((e): e is RecordedEvent => Boolean(e)));
+}
+
+/** POST /contacts: create or upsert by email; new contacts are subscribed unless told otherwise. */
+export async function createOrUpdateContact(
+  em: EntityManager,
+  projectId: string,
+  input: { email: string; subscribed?: boolean; data?: ContactData },
+): Promise<UpsertResult> {
+  const result = await upsertContact(em, { projectId, ...input, defaultSubscribed: true, source: { via: 'api' } });
+  await dispatchFrom(result);
+  return result;
+}
+
+export async function getContact(em: EntityManager, projectId: string, id: string): Promise<ContactRow> {
+  const [row] = await em.execute<ContactRow[]>(`select ${COLUMNS} from contacts where project_id = ? and id = ?`, [projectId, id]);
+  if (!row) throw notFound('Contact');
+  return row;
+}
+
+/**
+ * PATCH /contacts/:id. `data` follows the same rules as everywhere (merge; null deletes; "" is ignored); a changed
+ * `subscribed` records contact.subscribed / contact.unsubscribed with the change; a new `email` must be free in the
+ * project (409 EMAIL_TAKEN).
+ */
+export async function updateContact(
+  em: EntityManager,
+  projectId: string,
+  id: string,
+  patch: { email?: string; subscribed?: boolean; data?: ContactData },
+): Promise<ContactRow> {
+  const changes = splitContactData(patch.data);
+  const source = { via: 'api' };
+  let rows: (ContactRow & { subEventId: string | null; subEventAt: Date | null })[];
+  try {
+    rows = await em.execute(
+      `with input as (
+         select ?::uuid as project_id, ?::uuid as id, ?::text as new_email, ?::jsonb as set_data,
+                array(select jsonb_array_elements_text(?::jsonb)) as unset_keys, ?::boolean as subscribed,
+                ?::uuid as sub_event_id, ?::jsonb as sub_event_data
+       ),
+       locked as (
+         select c.id, c.email, c.subscribed, c.data from contacts c join input i on c.project_id = i.project_id and c.id = i.id for update of c
+       ),
+       updated as (
+         update contacts c
+         set email = coalesce(i.new_email, l.email), data = (l.data || i.set_data) - i.unset_keys,
+             subscribed = coalesce(i.subscribed, l.subscribed), updated_at = now()
+         from locked l, input i
+         where c.id = l.id and (coalesce(i.new_email, l.email) <> l.email or (l.data || i.set_data) - i.unset_keys <> l.data
+                                or coalesce(i.subscribed, l.subscribed) <> l.subscribed)
+         returning c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
+       ),
+       sub_event as (
+         insert into events (id, project_id, contact_id, name, data, source, created_at)
+         select i.sub_event_id, i.project_id, u.id, case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
+                i.sub_event_data, 'SYSTEM', now()
+         from updated u join locked l on l.id = u.id, input i where u.subscribed <> l.subscribed
+         returning id, created_at
+       )
+       select c.id, c.email, c.subscribed, c.data, c.created_at as "createdAt", c.updated_at as "updatedAt",
+              s.id as "subEventId", s.created_at as "subEventAt"
+       from (select * from updated union all
+             select c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at from contacts c join locked l on l.id = c.id
+             where not exists (select 1 from updated)) c
+       left join sub_event s on true`,
+      [
+        projectId,
+        id,
+        patch.email === undefined ? null : normalizeEmail(patch.email),
+        JSON.stringify(changes.set),
+        JSON.stringify(changes.unset),
+        patch.subscribed ?? null,
+        uuidv7(),
+        JSON.stringify(source),
+      ],
+    );
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException) {
+      throw conflict('EMAIL_TAKEN', `Another contact in this project already has the email ${patch.email}`, 'Update or delete that contact instead.');
+    }
+    throw err;
+  }
+  const [row] = rows;
+  if (!row) throw notFound('Contact');
+  const { subEventId, subEventAt, ...contact } = row;
+  if (subEventId) {
+    await dispatchEvents([
+      { id: subEventId, createdAt: subEventAt!, projectId, contactId: contact.id, name: contact.subscribed ? 'contact.subscribed' : 'contact.unsubscribed', source: 'SYSTEM', data: source },
+    ]);
+  }
+  return contact;
+}
+
+/** Deletes the contact and its events. */
+export async function deleteContact(em: EntityManager, projectId: string, id: string): Promise<void> {
+  const rows = await em.execute<{ id: string }[]>('delete from contacts where project_id = ? and id = ? returning id', [projectId, id]);
+  if (rows.length === 0) throw notFound('Contact');
+}
+
+export interface ContactListQuery {
+  limit: number;
+  cursor?: string;
+  search?: string;
+  subscribed?: boolean;
+}
+
+/** Newest first, by id (UUIDv7). `total` is counted on the first page only. */
+export async function listContacts(em: EntityManager, projectId: string, q: ContactListQuery): Promise<CursorPage<ContactRow>> {
+  const after = decodeCursor(q.cursor);
+  const where = ['project_id = ?'];
+  const params: unknown[] = [projectId];
+  if (q.subscribed !== undefined) {
+    where.push('subscribed = ?');
+    params.push(q.subscribed);
+  }
+  if (q.search) {
+    where.push(`email like ? escape '\\'`);
+    params.push(`%${likeEscape(q.search.trim().toLowerCase())}%`);
+  }
+  const filter = where.join(' and ');
+  const rows = await em.execute<ContactRow[]>(
+    `select ${COLUMNS} from contacts where ${filter}${after ? ' and id < ?' : ''} order by id desc limit ?`,
+    [...params, ...(after ? [after] : []), q.limit + 1],
+  );
+  let total = 0;
+  if (!after) {
+    const [count] = await em.execute<{ n: string }[]>(`select count(*) as n from contacts where ${filter}`, params);
+    total = Number(count!.n);
+  }
+  return toPage(rows, q.limit, total);
+}
+
+/** Which of up to 500 emails exist in the project; answers in the order asked, emails normalized. */
+export async function lookupContacts(
+  em: EntityManager,
+  projectId: string,
+  emails: string[],
+): Promise<{ email: string; exists: boolean; id: string | null }[]> {
+  const normalized = emails.map(normalizeEmail);
+  const rows = await em.execute<{ id: string; email: string }[]>(
+    `select id, email from contacts where project_id = ? and email = any(array(select jsonb_array_elements_text(?::jsonb)))`,
+    [projectId, JSON.stringify([...new Set(normalized)])],
+  );
+  const byEmail = new Map(rows.map((r) => [r.email, r.id]));
+  return normalized.map((email) => ({ email, exists: byEmail.has(email), id: byEmail.get(email) ?? null }));
+}
