@@ -4,6 +4,7 @@ import { splitContactData } from './contact-data';
 import { normalizeEmail } from './email-address';
 import { uuidv7 } from '../ids';
 import type { RecordedEvent } from '../events/event.service';
+import { preparedQuery } from '../prepared';
 
 export interface ContactRow {
   id: string;
@@ -36,11 +37,11 @@ export interface UpsertResult {
  */
 const UPSERT_SQL = `
 with input as (
-  select ?::uuid as project_id, ?::text as email, ?::jsonb as set_data,
-         array(select jsonb_array_elements_text(?::jsonb)) as unset_keys,
-         ?::boolean as subscribed, ?::boolean as default_subscribed, ?::uuid as new_id,
-         ?::uuid as sub_event_id, ?::jsonb as sub_event_data,
-         ?::text as track_name, ?::uuid as track_id, ?::jsonb as track_data
+  select $1::uuid as project_id, $2::text as email, $3::jsonb as set_data,
+         array(select jsonb_array_elements_text($4::jsonb)) as unset_keys,
+         $5::boolean as subscribed, $6::boolean as default_subscribed, $7::uuid as new_id,
+         $8::uuid as sub_event_id, $9::jsonb as sub_event_data,
+         $10::text as track_name, $11::uuid as track_id, $12::jsonb as track_data
 ),
 locked as (
   select c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
@@ -119,7 +120,7 @@ export async function upsertContact(em: EntityManager, input: UpsertInput): Prom
   const email = normalizeEmail(input.email);
   const changes = splitContactData(input.data);
   for (let attempt = 0; attempt < 3; attempt++) {
-    const [row] = await em.execute<UpsertRow[]>(UPSERT_SQL, [
+    const [row] = await preparedQuery<UpsertRow>(em, 'mailwright_upsert_contact', UPSERT_SQL, [
       input.projectId,
       email,
       JSON.stringify(changes.set),

@@ -8,6 +8,7 @@ import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { conflict, notFound } from '../errors';
 import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
 import { uuidv7 } from '../ids';
+import { countContacts } from './contact-counts';
 
 const COLUMNS = 'id, email, subscribed, data, created_at as "createdAt", updated_at as "updatedAt"';
 
@@ -139,8 +140,12 @@ export async function listContacts(em: EntityManager, projectId: string, q: Cont
   );
   let total = 0;
   if (!after) {
-    const [count] = await em.execute<{ n: string }[]>(`select count(*) as n from contacts where ${filter}`, params);
-    total = Number(count!.n);
+    if (q.search) {
+      const [count] = await em.execute<{ n: string }[]>(`select count(*) as n from contacts where ${filter}`, params);
+      total = Number(count!.n);
+    } else {
+      total = await countContacts(em, projectId, q.subscribed);
+    }
   }
   return toPage(rows, q.limit, total);
 }

@@ -165,6 +165,40 @@ describe('GET /contacts (cursor list)', () => {
   });
 });
 
+describe('list totals', () => {
+  test('total stays exact through creates, deletes and subscription changes, also once the count deltas are compacted', async () => {
+    const cp = await createTestProject('Counts');
+    const totals = async () => {
+      const all = (await call('GET', '/contacts', undefined, cp)).body.total;
+      const subs = (await call('GET', '/contacts?subscribed=true', undefined, cp)).body.total;
+      const unsubs = (await call('GET', '/contacts?subscribed=false', undefined, cp)).body.total;
+      const { rows } = await db().query(
+        'select count(*)::int as n, count(*) filter (where subscribed)::int as s from contacts where project_id = $1',
+        [cp.projectId],
+      );
+      return { api: [all, subs, unsubs], db: [rows[0].n, rows[0].s, rows[0].n - rows[0].s] };
+    };
+    await seedContacts(cp.projectId, 50, (i) => ({ email: `bulk${i}@example.com`, subscribed: i % 2 === 0 }));
+    for (let i = 0; i < 520; i++) {
+      // one statement each: 520 delta rows, more than the compaction threshold
+      await db().query(`insert into contacts (id, project_id, email, subscribed) values (gen_random_uuid(), $1, $2, $3)`, [cp.projectId, `one${i}@example.com`, i % 3 === 0]);
+    }
+    let t = await totals();
+    expect(t.api).toEqual(t.db);
+    expect(t.api[0]).toBe(570);
+    const some = (await call('GET', '/contacts?limit=5', undefined, cp)).body.data;
+    await call('DELETE', `/contacts/${some[0].id}`, undefined, cp);
+    await call('PATCH', `/contacts/${some[1].id}`, { subscribed: !some[1].subscribed }, cp);
+    await api('POST', '/v1/track', { key: cp.publicKey, body: { email: 'bulk1@example.com', event: 'x', subscribed: true } });
+    await api('POST', '/v1/track', { key: cp.publicKey, body: { email: 'brand-new@example.com', event: 'x' } });
+    t = await totals();
+    expect(t.api).toEqual(t.db);
+    expect(t.api[0]).toBe(570);
+    const { rows } = await db().query('select count(*)::int as n from contact_count_deltas where project_id = $1', [cp.projectId]);
+    expect(rows[0].n).toBeLessThan(100); // compacted
+  });
+});
+
 describe('POST /contacts/lookup', () => {
   test('answers per email in the order given, normalized', async () => {
     const e = email();

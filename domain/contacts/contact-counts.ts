@@ -1,0 +1,33 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+/** Fold a project's deltas into its base row once there are this many. */
+const COMPACT_AFTER = 500;
+
+/**
+ * The project's exact contact count (all, or by subscription), from the trigger-maintained base row and deltas
+ * (migration 20261121234500): a handful of rows instead of a scan of every contact.
+ */
+export async function countContacts(em: EntityManager, projectId: string, subscribed?: boolean): Promise<number> {
+  const [row] = await em.execute<{ total: string; subscribed: string; deltas: string }[]>(
+    `select coalesce((select total from contact_counts where project_id = ?), 0) + coalesce(sum(d.total), 0) as total,
+            coalesce((select subscribed from contact_counts where project_id = ?), 0) + coalesce(sum(d.subscribed), 0) as subscribed,
+            count(d.id) as deltas
+     from contact_count_deltas d where d.project_id = ?`,
+    [projectId, projectId, projectId],
+  );
+  if (Number(row!.deltas) > COMPACT_AFTER) await compact(em, projectId);
+  const total = Number(row!.total);
+  const subs = Number(row!.subscribed);
+  return subscribed === undefined ? total : subscribed ? subs : total - subs;
+}
+
+/** Moves the deltas into the base row atomically (the DELETE ... RETURNING takes exactly the rows it adds). */
+async function compact(em: EntityManager, projectId: string): Promise<void> {
+  await em.execute(
+    `with moved as (delete from contact_count_deltas where project_id = ? returning total, subscribed)
+     insert into contact_counts (project_id, total, subscribed)
+     select ?, coalesce(sum(total), 0), coalesce(sum(subscribed), 0) from moved
+     on conflict (project_id) do update set total = contact_counts.total + excluded.total, subscribed = contact_counts.subscribed + excluded.subscribed`,
+    [projectId, projectId],
+  );
+}
