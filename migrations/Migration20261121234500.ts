@@ -27,21 +27,20 @@ begin
   group by o.project_id;
   return null;
 end $$;`);
+    // Updates are the hot path (/v1/track updates data on every call) and rarely change the subscription: a row
+    // trigger guarded by WHEN costs nothing unless `subscribed` really changed.
     this.addSql(`create or replace function mailwright_contact_counts_update() returns trigger language plpgsql as $$
 begin
   insert into contact_count_deltas (project_id, total, subscribed)
-  select n.project_id, 0, sum(n.subscribed::int - o.subscribed::int)
-  from new_rows n join old_rows o on o.id = n.id
-  where n.subscribed <> o.subscribed
-  group by n.project_id;
+  values (new.project_id, 0, case when new.subscribed then 1 else -1 end);
   return null;
 end $$;`);
     this.addSql(`create trigger contacts_count_insert after insert on contacts referencing new table as new_rows
       for each statement execute function mailwright_contact_counts_insert();`);
     this.addSql(`create trigger contacts_count_delete after delete on contacts referencing old table as old_rows
       for each statement execute function mailwright_contact_counts_delete();`);
-    this.addSql(`create trigger contacts_count_update after update on contacts referencing old table as old_rows new table as new_rows
-      for each statement execute function mailwright_contact_counts_update();`);
+    this.addSql(`create trigger contacts_count_update after update of subscribed on contacts
+      for each row when (old.subscribed is distinct from new.subscribed) execute function mailwright_contact_counts_update();`);
     this.addSql(`insert into contact_counts (project_id, total, subscribed)
       select p.id, count(c.id), count(c.id) filter (where c.subscribed) from projects p left join contacts c on c.project_id = p.id group by p.id;`);
   }
