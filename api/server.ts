@@ -4,6 +4,7 @@ import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
 import { TemporalGateway, MAX_DELIVERY_BATCH } from '../temporal/client';
 import { EmailIntake } from '../domain/emails/email-intake';
+import { TrackIntake } from '../domain/events/track-intake';
 import { createApp } from './app';
 import { ChangeFeed } from '../domain/cache/change-feed';
 import { createKeyLookupCache } from '../domain/projects/project.service';
@@ -17,11 +18,13 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
   const feed = new ChangeFeed(cfg.database.url);
   await feed.start();
   const intake = new EmailIntake(orm, (batch) => temporal.startEmailDelivery(batch), { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 40 });
+  const trackIntake = new TrackIntake(orm, { maxBatch: 100, maxWaitMs: 2 });
   const app = createApp({
     config: cfg,
     orm,
     temporal,
     intake,
+    trackIntake,
     caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed) },
   });
   const server = http.createServer(app.callback());
@@ -37,6 +40,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
       await closed;
       clearTimeout(force);
       intake.flushAll();
+      trackIntake.flushAll();
       await feed.close();
       await temporal.close();
       await orm.close();

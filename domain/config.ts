@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const bool = z
@@ -5,6 +6,48 @@ const bool = z
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 const DEV_SECRET = 'mailwright-development-secret-do-not-use-in-production';
+const DEV_APP_SECRET = 'mailwright-development-app-secret-do-not-use-in-production';
+
+const DURATION_UNITS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `500ms`, `2s`, `5m`, `6h`, `3d` -> milliseconds (a unit is required). */
+export function parseDuration(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
+  if (!m) return undefined;
+  return Math.round(Number(m[1]) * DURATION_UNITS[m[2] as keyof typeof DURATION_UNITS]);
+}
+
+const duration = (min: number) =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      const ms = parseDuration(v);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: `"${v}" is not a duration (use e.g. 500ms, 2s, 5m, 6h, 3d)` });
+        return z.NEVER;
+      }
+      if (ms < min) {
+        ctx.addIssue({ code: 'custom', message: `must be at least ${min} ms` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+/** `DNS_SERVERS`: comma-separated `ip`, `ip:port` or `[ipv6]:port` (what dns.Resolver#setServers accepts). */
+const dnsServers = z.string().transform((v, ctx) => {
+  const servers = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of servers) {
+    const m = /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(s) ?? /^([0-9.]+)(?::(\d{1,5}))?$/.exec(s) ?? /^([0-9a-fA-F:]+)()$/.exec(s);
+    const port = m?.[2] ? Number(m[2]) : 53;
+    if (!m || isIP(m[1]!) === 0 || port < 1 || port > 65535) {
+      ctx.addIssue({ code: 'custom', message: `"${s}" is not an IP address with an optional port (1.2.3.4, 1.2.3.4:53, [::1]:53)` });
+    }
+  }
+  return servers;
+});
+
+/** A host name for SPF's include: mechanism. */
+const spfInclude = z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/i, 'must be a host name');
 
 const schema = z
   .object({
@@ -25,10 +68,17 @@ const schema = z
     COOKIE_SECURE: bool.optional(),
     MAX_JSON_BODY: z.string().default('1mb'),
     MAX_SEND_BODY: z.string().default('60mb'),
+    APP_SECRET: z.string().min(32).optional(),
+    DNS_SERVERS: dnsServers.optional(),
+    DNS_TIMEOUT: duration(100).default(5_000),
+    SPF_INCLUDE: spfInclude.default('spf.mailwright.local'),
+    DOMAIN_CHECK_INTERVAL: duration(1_000).default(5 * 60_000),
+    DOMAIN_RECHECK_INTERVAL: duration(1_000).default(6 * 3_600_000),
+    DOMAIN_DEMOTE_AFTER: duration(0).default(72 * 3_600_000),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
-      for (const key of ['JWT_SECRET', 'PUBLIC_URL'] as const) {
+      for (const key of ['JWT_SECRET', 'PUBLIC_URL', 'APP_SECRET'] as const) {
         if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required in production' });
       }
     }
@@ -52,6 +102,20 @@ function buildConfig(env: z.infer<typeof schema>) {
     signupEnabled: env.SIGNUP_ENABLED,
     cookieSecure: env.COOKIE_SECURE ?? publicUrl.startsWith('https://'),
     limits: { jsonBody: env.MAX_JSON_BODY, sendBody: env.MAX_SEND_BODY },
+    // Encrypts secrets at rest (DKIM private keys). Same rule as JWT_SECRET: fixed in development, required in production.
+    appSecret: env.APP_SECRET ?? DEV_APP_SECRET,
+    domains: {
+      /** Empty: the system resolver. */
+      dnsServers: env.DNS_SERVERS ?? [],
+      dnsTimeoutMs: env.DNS_TIMEOUT,
+      spfInclude: env.SPF_INCLUDE.toLowerCase(),
+      /** Between checks of a PENDING domain. */
+      checkIntervalMs: env.DOMAIN_CHECK_INTERVAL,
+      /** Between re-checks of a VERIFIED domain. */
+      recheckIntervalMs: env.DOMAIN_RECHECK_INTERVAL,
+      /** How long a required record of a VERIFIED domain may be missing before the domain goes back to PENDING. */
+      demoteAfterMs: env.DOMAIN_DEMOTE_AFTER,
+    },
   };
 }
 

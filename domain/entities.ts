@@ -5,6 +5,7 @@ import { Contact } from './contacts/contact.entity';
 import { Event } from './events/event.entity';
 import { Email } from './emails/email.entity';
 import { Domain } from './domains/domain.entity';
+import { ContactCount, ContactCountDelta } from './contacts/contact-count.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, Domain];
+export const entities = [User, Project, Membership, Contact, Event, Email, Domain, ContactCount, ContactCountDelta];

@@ -8,8 +8,9 @@ import { Migration } from '@mikro-orm/migrations';
  */
 export class Migration20261121234500 extends Migration {
   override async up(): Promise<void> {
-    this.addSql(`create table "contact_counts" ("project_id" uuid primary key references "projects" ("id") on delete cascade,
-      "total" bigint not null default 0, "subscribed" bigint not null default 0);`);
+    this.addSql(`create table "contact_counts" ("project_id" uuid primary key,
+      "total" bigint not null default 0, "subscribed" bigint not null default 0,
+      constraint "contact_counts_project_id_foreign" foreign key ("project_id") references "projects" ("id") on delete cascade);`);
     this.addSql(`create table "contact_count_deltas" ("id" bigserial primary key, "project_id" uuid not null,
       "total" bigint not null, "subscribed" bigint not null);`);
     this.addSql('create index "contact_count_deltas_project_id_index" on "contact_count_deltas" ("project_id");');

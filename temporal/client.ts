@@ -1,8 +1,13 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../domain/config';
+import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
-import type { emailDelivery } from './workflows';
+import type { emailDelivery, domainVerification } from './workflows';
+import { checkNowUpdate, removeSignal } from './workflows/domain-verification.workflow';
+
+/** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
+export const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
 
 /**
  * Emails per delivery workflow. Bounded by the EmailIds search attribute (Temporal limits one attribute value to
@@ -47,6 +52,57 @@ export class TemporalGateway {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
     return workflowId;
+  }
+
+  static domainVerificationId(domainId: string): string {
+    return `domain-verification/${domainId}`;
+  }
+
+  /** Starts a domain's verification loop; one that is already running counts as started. */
+  async startDomainVerification(input: { projectId: string; domainId: string }): Promise<string> {
+    const workflowId = TemporalGateway.domainVerificationId(input.domainId);
+    try {
+      await this.client.workflow.start<typeof domainVerification>('domainVerification', {
+        taskQueue: this.taskQueue,
+        workflowId,
+        args: [{ projectId: input.projectId, domainId: input.domainId }],
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: SA.ProjectId, value: input.projectId },
+          { key: SA.DomainId, value: input.domainId },
+        ]),
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    return workflowId;
+  }
+
+  /**
+   * Runs a check now (the workflow's `checkNow` update) and returns its result. A domain whose loop is not running
+   * (never started, or ended) gets it started first, so a forced check also repairs a missing workflow.
+   */
+  async checkDomainNow(input: { projectId: string; domainId: string }, timeoutMs = DOMAIN_CHECK_NOW_TIMEOUT_MS): Promise<DomainCheckResult> {
+    const deadline = Date.now() + timeoutMs;
+    const update = () =>
+      this.client.withDeadline(deadline, () =>
+        this.client.workflow.getHandle(TemporalGateway.domainVerificationId(input.domainId)).executeUpdate(checkNowUpdate),
+      );
+    try {
+      return await update();
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      await this.startDomainVerification(input);
+      return update();
+    }
+  }
+
+  /** Ends a domain's verification loop (the `remove` signal); a loop that is not running is fine. */
+  async stopDomainVerification(input: { domainId: string }): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(TemporalGateway.domainVerificationId(input.domainId)).signal(removeSignal);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/ser
 import { freePort, type ManagedProcess } from '../scripts/services/process';
 import type { TestStackEnv } from './stack-env';
 import { startSmtpCapture } from './support/smtp-capture';
+import { startDnsServer } from './support/dns-server';
 
 declare global {
   var __MAILWRIGHT_STACK__: { stop(): Promise<void> } | undefined;
@@ -39,11 +40,24 @@ export default async function globalSetup(): Promise<void> {
   const log = (msg: string) => process.stdout.write(`[test stack] ${msg}\n`);
   const [pgPort, temporalPort, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
   const capture = await startSmtpCapture();
+  const dns = await startDnsServer();
   const infra = await startInfrastructure(
     { dataDir, persistent: false, ports: { postgres: pgPort, temporal: temporalPort, smtp: 0, mailboxWeb: 0 }, log },
     { SMTP_URL: capture.smtpUrl },
   );
-  const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', PORT: String(apiPort), TEMPORAL_TASK_QUEUE: 'mailwright' };
+  const env = {
+    ...infra.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    PORT: String(apiPort),
+    TEMPORAL_TASK_QUEUE: 'mailwright',
+    // Sender domains: the loopback DNS server, and short checks so verification tests take seconds.
+    DNS_SERVERS: dns.server,
+    DNS_TIMEOUT: '1s',
+    DOMAIN_CHECK_INTERVAL: '2s',
+    DOMAIN_RECHECK_INTERVAL: '2s',
+    DOMAIN_DEMOTE_AFTER: '5s',
+  };
   const children: ManagedProcess[] = [
     startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') }),
     startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') }),
@@ -52,6 +66,7 @@ export default async function globalSetup(): Promise<void> {
     await Promise.all(children.map((c) => c.stop()));
     await infra.stop();
     await capture.stop();
+    await dns.stop();
     if (!process.env.KEEP_TEST_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   globalThis.__MAILWRIGHT_STACK__ = { stop };
@@ -68,6 +83,8 @@ export default async function globalSetup(): Promise<void> {
     databaseUrl: infra.env.DATABASE_URL!,
     temporalAddress: infra.env.TEMPORAL_ADDRESS!,
     mailboxUrl: capture.httpUrl,
+    dnsServer: dns.server,
+    dnsControlUrl: dns.controlUrl,
     dataDir,
   };
   process.env.MAILWRIGHT_TEST_STACK = JSON.stringify(stack);

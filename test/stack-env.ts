@@ -4,6 +4,9 @@ export interface TestStackEnv {
   databaseUrl: string;
   temporalAddress: string;
   mailboxUrl: string;
+  /** The loopback DNS server (`127.0.0.1:<port>`) the API and worker use, and its control URL (test/support/dns-server.ts). */
+  dnsServer: string;
+  dnsControlUrl: string;
   dataDir: string;
 }
 

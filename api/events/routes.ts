@@ -8,14 +8,13 @@ import { errorResponses } from '../common.schema';
 import { cursorListSchema } from '../presenters/contact.presenter';
 import { EventSchema, presentEvent } from '../presenters/event.presenter';
 import { deleteEventsByName, eventNames, eventStats, listEvents } from '../../domain/events/event.service';
-import { trackEvent } from '../../domain/events/track.service';
 import { getContact } from '../../domain/contacts/contact.service';
 import { projectForMember } from '../../domain/projects/project.service';
 import { usageRegistry } from '../../domain/usage/usage-registry';
 
 const TAGS = ['Events'];
 
-export function eventRoutes(routes: Routes, _deps: ApiDeps): void {
+export function eventRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
     method: 'post',
     path: '/events/track',
@@ -28,7 +27,7 @@ export function eventRoutes(routes: Routes, _deps: ApiDeps): void {
     handler: async ({ ctx, body }) => {
       const { projectId, ...input } = body;
       await projectForMember(ctx.state.em, ctx.state.userId!, projectId);
-      const r = await trackEvent(ctx.state.em, projectId, input);
+      const r = await deps.trackIntake.track(projectId, input);
       return { body: { success: true, data: { contact: r.contactId, event: r.eventId, timestamp: new Date(r.timestamp).toISOString() } } };
     },
   });

@@ -2,9 +2,8 @@ import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
 import { TrackBody, TrackResponse } from './schema';
 import { errorResponses } from '../common.schema';
-import { trackEvent } from '../../domain/events/track.service';
 
-export function trackRoutes(routes: Routes, _deps: ApiDeps): void {
+export function trackRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
     method: 'post',
     path: '/v1/track',
@@ -17,7 +16,7 @@ export function trackRoutes(routes: Routes, _deps: ApiDeps): void {
     body: TrackBody,
     responses: { 200: { description: 'Recorded', schema: TrackResponse }, ...errorResponses(400, 401, 403, 413, 422) },
     handler: async ({ ctx, body }) => {
-      const r = await trackEvent(ctx.state.em, ctx.state.principal!.projectId, body);
+      const r = await deps.trackIntake.track(ctx.state.principal!.projectId, body);
       return { body: { success: true, data: { contact: r.contactId, event: r.eventId, timestamp: new Date(r.timestamp).toISOString() } } };
     },
   });

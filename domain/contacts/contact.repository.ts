@@ -79,20 +79,19 @@ tracked as (
   returning id, created_at
 ),
 result as (
-  select 'inserted' as outcome, id, email, subscribed, data, created_at, updated_at, null::boolean as previous_subscribed from inserted
+  select 'inserted' as outcome, id, email, subscribed, data, created_at, updated_at from inserted
   union all
-  select 'updated', u.id, u.email, u.subscribed, u.data, u.created_at, u.updated_at, l.subscribed from updated u join locked l on l.id = u.id
+  select 'updated', u.id, u.email, u.subscribed, u.data, u.created_at, u.updated_at from updated u
   union all
-  select 'unchanged', l.id, l.email, l.subscribed, l.data, l.created_at, l.updated_at, l.subscribed from locked l where not exists (select 1 from updated)
+  select 'unchanged', l.id, l.email, l.subscribed, l.data, l.created_at, l.updated_at from locked l where not exists (select 1 from updated)
 )
 select r.outcome, r.id, r.email, r.subscribed, r.data, r.created_at as "createdAt", r.updated_at as "updatedAt",
-       r.previous_subscribed as "previousSubscribed", s.id as "subEventId", s.created_at as "subEventAt",
+       s.id as "subEventId", s.created_at as "subEventAt",
        t.id as "trackedId", t.created_at as "trackedAt"
 from result r left join sub_event s on true left join tracked t on true`;
 
 type UpsertRow = ContactRow & {
   outcome: 'inserted' | 'updated' | 'unchanged';
-  previousSubscribed: boolean | null;
   subEventId: string | null;
   subEventAt: Date | null;
   trackedId: string | null;
@@ -135,7 +134,7 @@ export async function upsertContact(em: EntityManager, input: UpsertInput): Prom
       JSON.stringify(input.track?.data ?? {}),
     ]);
     if (!row) continue; // another transaction inserted this email between our lock and our insert: run again
-    const { outcome, previousSubscribed, subEventId, subEventAt, trackedId, trackedAt, ...contact } = row;
+    const { outcome, subEventId, subEventAt, trackedId, trackedAt, ...contact } = row;
     const base = { projectId: input.projectId, contactId: contact.id };
     return {
       contact,

@@ -1,5 +1,24 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AppError } from '../errors';
+import { AppError, conflict, notFound, serviceUnavailable } from '../errors';
+import type { Config } from '../config';
+import { logger } from '../logger';
+import { uuidv7 } from '../ids';
+import { Domain, type DomainStatus } from './domain.entity';
+import { generateDkimKeyPair } from './dkim';
+import { dkimKeyContext, type SecretBox } from './secret-box';
+import { createTxtResolver, type DnsSettings } from './dns-lookup';
+import {
+  buildDnsRecords,
+  decideDomainState,
+  evaluateRecord,
+  newVerificationToken,
+  type DomainRecord,
+  type DomainState,
+  type RecordPurpose,
+  type RecordStatus,
+  type TxtLookup,
+} from './dns-records';
 import { emailDomain } from '../contacts/email-address';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
@@ -41,4 +60,208 @@ export async function assertSenderDomain(
         : `Add it with POST /domains { "domain": "${domain}" }, create the DNS records it returns, then verify it.`,
     },
   );
+}
+
+/** What a verification check reports to its workflow (kept small: it is recorded in the workflow history). */
+export interface DomainCheckResult {
+  /** False when the domain row is gone: the workflow ends. */
+  exists: boolean;
+  status: DomainStatus | null;
+  records: { purpose: RecordPurpose; status: RecordStatus }[];
+  /** When the workflow should check again (from the worker's configuration). */
+  nextCheckInMs: number;
+}
+
+/** Starts, runs and stops verification workflows (TemporalGateway implements it). */
+export interface VerificationRunner {
+  startDomainVerification(input: { projectId: string; domainId: string }): Promise<string>;
+  checkDomainNow(input: { projectId: string; domainId: string }): Promise<DomainCheckResult>;
+  stopDomainVerification(input: { domainId: string }): Promise<void>;
+}
+
+export interface DomainCheckSettings {
+  dns: DnsSettings;
+  checkIntervalMs: number;
+  recheckIntervalMs: number;
+  demoteAfterMs: number;
+}
+
+export const domainCheckSettings = (cfg: Config): DomainCheckSettings => ({
+  dns: { servers: cfg.domains.dnsServers, timeoutMs: cfg.domains.dnsTimeoutMs },
+  checkIntervalMs: cfg.domains.checkIntervalMs,
+  recheckIntervalMs: cfg.domains.recheckIntervalMs,
+  demoteAfterMs: cfg.domains.demoteAfterMs,
+});
+
+/**
+ * Adds a domain to a project: a DKIM key pair of its own (private key sealed with APP_SECRET), an ownership token,
+ * the DNS records to create, and its verification workflow. A name already in the project, or VERIFIED by another
+ * project, is a 409. If the workflow cannot be started the domain is not kept (503).
+ */
+export async function addDomain(
+  em: EntityManager,
+  deps: { runner: VerificationRunner; secretBox: SecretBox; spfInclude: string },
+  input: { projectId: string; name: string },
+): Promise<Domain> {
+  const { projectId, name } = input;
+  const existing = await em.findOne(Domain, { project: projectId, name }, { fields: ['id'] });
+  if (existing) throw domainExists(name, existing.id);
+  const [taken] = await em.execute<{ id: string }[]>(`select id from domains where name = ? and status = 'VERIFIED' and project_id <> ? limit 1`, [name, projectId]);
+  if (taken) {
+    throw conflict(
+      'DOMAIN_TAKEN',
+      `The domain "${name}" is verified by another project`,
+      'A domain can be verified by one project only. Remove it from the other project first, or use a subdomain (e.g. mail.' + name + ').',
+    );
+  }
+  const keys = await generateDkimKeyPair();
+  const id = uuidv7();
+  const verificationToken = newVerificationToken();
+  const domain = em.create(Domain, {
+    id,
+    project: projectId,
+    name,
+    status: 'PENDING',
+    dkimSelector: keys.selector,
+    dkimPublicKey: keys.publicKeyBase64,
+    dkimPrivateKey: deps.secretBox.encrypt(keys.privateKeyPem, dkimKeyContext(id)),
+    verificationToken,
+    records: buildDnsRecords({ domain: name, dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken, spfInclude: deps.spfInclude }),
+  });
+  try {
+    await em.flush();
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException) throw domainExists(name);
+    throw err;
+  }
+  try {
+    await deps.runner.startDomainVerification({ projectId, domainId: id });
+  } catch (err) {
+    logger.error({ err, domainId: id }, 'could not start the domain verification workflow; the domain is not kept');
+    await em.nativeDelete(Domain, { id });
+    throw serviceUnavailable('The domain could not be added: the verification service is unavailable. Nothing was saved; try again.');
+  }
+  return domain;
+}
+
+function domainExists(name: string, id?: string) {
+  return conflict(
+    'DOMAIN_EXISTS',
+    `The domain "${name}" has already been added to this project`,
+    id ? `Its id is ${id}; GET /domains/${id}/verify checks its DNS records now.` : 'List the project\'s domains with GET /domains/project/<projectId>.',
+  );
+}
+
+/** The project's domains, verified and pending, oldest first. */
+export async function listDomains(em: EntityManager, projectId: string): Promise<Domain[]> {
+  return em.find(Domain, { project: projectId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+}
+
+/** A domain of the project; another project's domain is not found (404), like a missing one. */
+export async function domainOfProject(em: EntityManager, projectId: string, id: string): Promise<Domain> {
+  const domain = await em.findOne(Domain, { id, project: projectId });
+  if (!domain) throw notFound('Domain');
+  return domain;
+}
+
+/**
+ * Runs a check now through the domain's workflow and returns the domain as the check left it. A domain added
+ * without generated records (the dev seed) has nothing to check and is returned as it is.
+ */
+export async function verifyDomainNow(em: EntityManager, runner: VerificationRunner, projectId: string, id: string): Promise<Domain> {
+  const domain = await domainOfProject(em, projectId, id);
+  if (domain.records.length === 0) return domain;
+  try {
+    await runner.checkDomainNow({ projectId, domainId: id });
+  } catch (err) {
+    // Removed meanwhile: answer like any other missing domain.
+    const still = await em.fork().findOne(Domain, { id, project: projectId }, { fields: ['id'] });
+    if (!still) throw notFound('Domain');
+    logger.warn({ err, domainId: id }, 'forced domain check failed');
+    throw serviceUnavailable('The DNS check could not be run now; the domain is unchanged. Try again shortly.');
+  }
+  await em.refresh(domain);
+  return domain;
+}
+
+/**
+ * Deletes the domain, then ends its workflow. The row goes first: if Temporal cannot be told, the workflow still ends
+ * at its next check, which finds no domain.
+ */
+export async function removeDomain(em: EntityManager, runner: VerificationRunner, projectId: string, id: string): Promise<void> {
+  const deleted = await em.nativeDelete(Domain, { id, project: projectId });
+  if (!deleted) throw notFound('Domain');
+  try {
+    await runner.stopDomainVerification({ domainId: id });
+  } catch (err) {
+    logger.warn({ err, domainId: id }, 'could not signal the domain verification workflow; it ends at its next check');
+  }
+}
+
+interface DomainCheckRow {
+  id: string;
+  name: string;
+  status: DomainStatus;
+  verifiedAt: Date | string | null;
+  failingSince: Date | string | null;
+  records: DomainRecord[];
+}
+
+const OTHER_PROJECT_REASON =
+  'The DNS records are in place, but this domain is verified by another project. A domain can be verified by one project only.';
+
+/**
+ * One verification check (run by the workflow's activity): looks every record up, stores each one's status and the
+ * domain's new state, and says when to check next. While a verified domain has a missing record it is checked at the
+ * pending interval, so its recovery or demotion is noticed promptly.
+ */
+export async function runDomainCheck(em: EntityManager, settings: DomainCheckSettings, domainId: string): Promise<DomainCheckResult> {
+  const [row] = await em.execute<DomainCheckRow[]>(
+    `select id, name, status, verified_at as "verifiedAt", failing_since as "failingSince", records from domains where id = ?`,
+    [domainId],
+  );
+  if (!row) return { exists: false, status: null, records: [], nextCheckInMs: 0 };
+  if (row.records.length === 0) return { exists: true, status: row.status, records: [], nextCheckInMs: settings.recheckIntervalMs };
+
+  const resolver = createTxtResolver(settings.dns);
+  let lookups: Map<string, TxtLookup>;
+  try {
+    const names = [...new Set(row.records.map((r) => r.name))];
+    lookups = new Map(await Promise.all(names.map(async (n) => [n, await resolver.lookup(n)] as const)));
+  } finally {
+    resolver.close();
+  }
+  const now = new Date();
+  const records = row.records.map((r) => evaluateRecord(r, lookups.get(r.name)!, now));
+  // Raw rows carry timestamps as the driver gives them (text with MikroORM's pg type parsers).
+  const asDate = (v: Date | string | null) => (v === null ? null : new Date(v));
+  const previous: DomainState = { status: row.status, verifiedAt: asDate(row.verifiedAt), failingSince: asDate(row.failingSince), statusReason: null };
+  let next = decideDomainState(previous, records, now, settings.demoteAfterMs);
+  if (next.status === 'VERIFIED' && row.status === 'PENDING') {
+    const [other] = await em.execute(`select 1 from domains where name = ? and status = 'VERIFIED' and id <> ? limit 1`, [row.name, row.id]);
+    if (other) next = { status: 'PENDING', verifiedAt: null, failingSince: null, statusReason: OTHER_PROJECT_REASON };
+  }
+  const write = (state: DomainState) =>
+    em.execute<{ id: string }[]>(
+      `update domains set records = ?::jsonb, status = ?, verified_at = ?, failing_since = ?, status_reason = ?, last_checked_at = ?, updated_at = now()
+       where id = ? returning id`,
+      [JSON.stringify(records), state.status, state.verifiedAt, state.failingSince, state.statusReason, now, row.id],
+    );
+  let updated: { id: string }[];
+  try {
+    updated = await write(next);
+  } catch (err) {
+    // Another project got there first (partial unique index on verified names).
+    if (!(err instanceof UniqueConstraintViolationException)) throw err;
+    next = { status: 'PENDING', verifiedAt: null, failingSince: null, statusReason: OTHER_PROJECT_REASON };
+    updated = await write(next);
+  }
+  if (updated.length === 0) return { exists: false, status: null, records: [], nextCheckInMs: 0 };
+
+  let nextCheckInMs = next.status === 'VERIFIED' && !next.failingSince ? settings.recheckIntervalMs : settings.checkIntervalMs;
+  if (next.failingSince) {
+    const untilDemotion = next.failingSince.getTime() + settings.demoteAfterMs - now.getTime();
+    nextCheckInMs = Math.max(1_000, Math.min(nextCheckInMs, untilDemotion));
+  }
+  return { exists: true, status: next.status, records: records.map((r) => ({ purpose: r.purpose, status: r.status })), nextCheckInMs };
 }

@@ -3,6 +3,9 @@ import type { Transporter } from 'nodemailer';
 import { insertEvents, dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { uuidv7 } from '../ids';
 import { emailDomain } from '../contacts/email-address';
+import { config } from '../config';
+import { logger } from '../logger';
+import { SecretBox, dkimKeyContext } from '../domains/secret-box';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
 export type DeliveryOutcome =
@@ -24,6 +27,31 @@ interface EmailRow {
   html: string;
   text: string | null;
   headers: Record<string, string>;
+  /** Set when the sender domain is VERIFIED and has a DKIM key (see the claim query). */
+  dkimDomainId: string | null;
+  dkimDomain: string | null;
+  dkimSelector: string | null;
+  dkimPrivateKey: string | null;
+}
+
+let defaultSecretBox: SecretBox | undefined;
+/** Decrypted DKIM keys by domain id and ciphertext (a domain's key never changes; a re-added domain has a new id). */
+const dkimKeys = new Map<string, string>();
+
+/**
+ * nodemailer's DKIM options for a claimed email, or undefined when its sender domain has no key (the dev seed, or a
+ * domain no longer VERIFIED). Throws when the stored key cannot be decrypted (APP_SECRET changed).
+ */
+function dkimFor(row: EmailRow, box: () => SecretBox): { domainName: string; keySelector: string; privateKey: string } | undefined {
+  if (!row.dkimDomainId || !row.dkimDomain || !row.dkimSelector || !row.dkimPrivateKey) return undefined;
+  const cacheKey = `${row.dkimDomainId}.${row.dkimPrivateKey.split('.')[2] ?? ''}`;
+  let privateKey = dkimKeys.get(cacheKey);
+  if (!privateKey) {
+    privateKey = box().decrypt(row.dkimPrivateKey, dkimKeyContext(row.dkimDomainId));
+    if (dkimKeys.size >= 1_000) dkimKeys.clear();
+    dkimKeys.set(cacheKey, privateKey);
+  }
+  return { domainName: row.dkimDomain, keySelector: row.dkimSelector, privateKey };
 }
 
 /** Nodemailer's error for a reply the SMTP server gave (`responseCode`) or a connection problem (`code`). */
@@ -50,28 +78,46 @@ const values = (n: number, width: number) =>
 /**
  * Sends a batch of stored emails through the pooled transport and records every outcome with set-based writes.
  * Idempotent per email: only QUEUED or SENDING emails are claimed, so an email already in a final state is never
- * sent again when an activity is retried.
+ * sent again when an activity is retried. Mail from a VERIFIED domain with a DKIM key is signed with that key (the
+ * claim query brings the sealed key along; it is decrypted here, in the activity).
  */
 export async function deliverBatch(
   em: EntityManager,
   transport: Transporter,
   input: { emailIds: string[]; attempt: number; workflowId?: string },
+  opts: { secretBox?: SecretBox } = {},
 ): Promise<DeliveryOutcome[]> {
   const claimed = await em.execute<EmailRow[]>(
-    `update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce(?, workflow_id), updated_at = now()
-     where id in (${input.emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
-     returning id, project_id as "projectId", contact_id as "contactId", to_email as "toEmail", to_name as "toName",
-       from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject, html, text, headers`,
+    `with claimed as (
+       update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce(?, workflow_id), updated_at = now()
+       where id in (${input.emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
+       returning id, project_id as "projectId", contact_id as "contactId", to_email as "toEmail", to_name as "toName",
+         from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject, html, text, headers
+     )
+     select c.*, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
+     from claimed c
+     left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
+       and d.name = rtrim(lower(substring(c."fromEmail" from '@([^@]*)$')), '.')`,
     [input.workflowId ?? null, ...input.emailIds],
   );
+  const box = () => opts.secretBox ?? (defaultSecretBox ??= new SecretBox(config().appSecret));
   const byId = new Map(claimed.map((r) => [r.id, r]));
   const outcomes = await Promise.all(
     input.emailIds.map(async (emailId): Promise<DeliveryOutcome> => {
       const row = byId.get(emailId);
       if (!row) return { emailId, status: 'SKIPPED', reason: 'not QUEUED or SENDING (already final, or deleted)' };
       const messageId = messageIdFor(row.id, row.fromEmail);
+      let dkim: ReturnType<typeof dkimFor>;
+      try {
+        dkim = dkimFor(row, box);
+      } catch (err) {
+        // Not sent unsigned: a configuration error (APP_SECRET changed) should show, not weaken authentication.
+        logger.error({ err, emailId, domain: row.dkimDomain }, 'DKIM key cannot be decrypted');
+        return { emailId, status: 'RETRY', error: `Attempt ${input.attempt}: the DKIM key of ${row.dkimDomain} cannot be decrypted (was APP_SECRET changed?)` };
+      }
       try {
         const info = await transport.sendMail({
+          dkim,
           messageId,
           from: row.fromName ? { name: row.fromName, address: row.fromEmail } : row.fromEmail,
           to: row.toName ? { name: row.toName, address: row.toEmail } : row.toEmail,

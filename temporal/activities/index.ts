@@ -1,10 +1,12 @@
 import type { ActivityDeps } from './deps';
 import { createEmailActivities } from './email.activities';
+import { createDomainActivities } from './domain.activities';
 
 /** All activities, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createEmailActivities(deps),
+    ...createDomainActivities(deps),
   };
 }
 

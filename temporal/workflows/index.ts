@@ -1,2 +1,3 @@
 // Every workflow the worker runs; this file is the bundle entry (pure code: @temporalio/workflow and types only).
 export { emailDelivery } from './email-delivery.workflow';
+export { domainVerification } from './domain-verification.workflow';

@@ -141,3 +141,51 @@ describe('subscription transitions through /v1/track', () => {
     expect(sys[0].data).toEqual({ via: 'track', event: 'third' });
   });
 });
+
+describe('concurrent tracking (calls arriving together are written in batches)', () => {
+  test('200 concurrent calls over 50 emails: every call gets its own event on the right contact, one contact per email', async () => {
+    const own = await createTestProject('Burst');
+    const emails = Array.from({ length: 50 }, (_, i) => `burst${i}-${randomUUID().slice(0, 6)}@example.com`);
+    const calls = Array.from({ length: 200 }, (_, i) => ({ email: emails[i % 50]!, event: `step_${Math.floor(i / 50)}`, data: { [`k${Math.floor(i / 50)}`]: i } }));
+    const results = await Promise.all(calls.map((body) => api('POST', '/v1/track', { key: own.publicKey, body })));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const { rows: contacts } = await db().query('select id, email, data from contacts where project_id = $1', [own.projectId]);
+    expect(contacts).toHaveLength(50);
+    const idByEmail = new Map(contacts.map((c) => [c.email, c.id]));
+    results.forEach((r, i) => expect(r.body.data.contact).toBe(idByEmail.get(calls[i]!.email)));
+    const eventIds = results.map((r) => r.body.data.event);
+    expect(new Set(eventIds).size).toBe(200);
+    const { rows: events } = await db().query('select e.id, e.name, c.email from events e join contacts c on c.id = e.contact_id where e.id = any($1)', [eventIds]);
+    expect(events).toHaveLength(200);
+    const byId = new Map(events.map((e) => [e.id, e]));
+    results.forEach((r, i) => expect(byId.get(r.body.data.event)).toMatchObject({ name: calls[i]!.event, email: calls[i]!.email }));
+    // each contact got every key once: data from all four calls was merged, none lost
+    for (const c of contacts) expect(Object.keys(c.data).sort()).toEqual(['k0', 'k1', 'k2', 'k3']);
+  });
+
+  test('30 concurrent calls for one new email create exactly one contact and 30 events', async () => {
+    const own = await createTestProject('Race');
+    const e = email('race');
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => api('POST', '/v1/track', { key: own.publicKey, body: { email: e, event: 'hit', data: { n: i } } })));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(new Set(results.map((r) => r.body.data.contact)).size).toBe(1);
+    const { rows } = await db().query('select count(*)::int as n from events where contact_id = $1', [results[0]!.body.data.contact]);
+    expect(rows[0].n).toBe(30);
+  });
+
+  test('concurrent subscription flips on one contact record one event per real change', async () => {
+    const own = await createTestProject('Flips');
+    const e = email('flip');
+    await api('POST', '/v1/track', { key: own.publicKey, body: { email: e, event: 'start' } });
+    const flips = await Promise.all(Array.from({ length: 20 }, (_, i) => api('POST', '/v1/track', { key: own.publicKey, body: { email: e, event: 'flip', subscribed: i % 2 === 0 } })));
+    expect(flips.every((r) => r.status === 200)).toBe(true);
+    const { rows } = await db().query(`select e.name from events e join contacts c on c.id = e.contact_id where c.email = $1 and c.project_id = $2 `, [e, own.projectId]);
+    // Real changes alternate (unsubscribed, subscribed, ...) from the initial subscribed state, so the counts must
+    // agree with the final state: one more unsubscription than subscriptions exactly when it ended unsubscribed.
+    const subs = rows.filter((r) => r.name === 'contact.subscribed').length;
+    const unsubs = rows.filter((r) => r.name === 'contact.unsubscribed').length;
+    const { rows: c } = await db().query('select subscribed from contacts where email = $1 and project_id = $2', [e, own.projectId]);
+    expect(unsubs - subs).toBe(c[0].subscribed ? 0 : 1);
+    expect(rows.filter((r) => r.name === 'flip')).toHaveLength(20);
+  });
+});

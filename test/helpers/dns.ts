@@ -1,0 +1,37 @@
+import { promises as dns } from 'node:dns';
+import { stackEnv } from '../stack-env';
+
+async function control(method: string, name: string, body?: unknown): Promise<void> {
+  const res = await fetch(`${stackEnv().dnsControlUrl}/zone/${encodeURIComponent(name)}`, {
+    method,
+    headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (res.status !== 204) throw new Error(`DNS control ${method} ${name}: ${res.status} ${await res.text()}`);
+}
+
+/** Publishes TXT records at `name` on the test stack's DNS server (replacing what was there). */
+export const setTxt = (name: string, values: string[]) => control('PUT', name, { txt: values });
+
+/** Removes `name` from the zone: lookups answer NXDOMAIN. */
+export const removeName = (name: string) => control('DELETE', name);
+
+/** Makes lookups of `name` fail: SERVFAIL, or no answer at all (a timeout). */
+export const breakName = (name: string, mode: 'servfail' | 'drop') => control('PUT', name, { mode });
+
+/** Publishes every record of a domain as returned by the API. */
+export async function publishRecords(records: { name: string; value: string }[]): Promise<void> {
+  const byName = new Map<string, string[]>();
+  for (const r of records) byName.set(r.name, [...(byName.get(r.name) ?? []), r.value]);
+  for (const [name, values] of byName) await setTxt(name, values);
+}
+
+/** A resolver for the `mailauth` package that asks the test stack's DNS server. */
+export function mailauthResolver(): (name: string, rrtype: string) => Promise<string[][]> {
+  const resolver = new dns.Resolver({ timeout: 1_000, tries: 2 });
+  resolver.setServers([stackEnv().dnsServer]);
+  return async (name, rrtype) => {
+    if (rrtype !== 'TXT') throw Object.assign(new Error(`no ${rrtype} records in the test zone`), { code: 'ENOTFOUND' });
+    return resolver.resolveTxt(name);
+  };
+}
