@@ -23,11 +23,5 @@ export async function countContacts(em: EntityManager, projectId: string, subscr
 
 /** Moves the deltas into the base row atomically (the DELETE ... RETURNING takes exactly the rows it adds). */
 async function compact(em: EntityManager, projectId: string): Promise<void> {
-  await em.execute(
-    `with moved as (delete from contact_count_deltas where project_id = ? returning total, subscribed)
-     insert into contact_counts (project_id, total, subscribed)
-     select ?, coalesce(sum(total), 0), coalesce(sum(subscribed), 0) from moved
-     on conflict (project_id) do update set total = contact_counts.total + excluded.total, subscribed = contact_counts.subscribed + excluded.subscribed`,
-    [projectId, projectId],
-  );
+  await em.execute('select mailwright_contact_counts_compact(?)', [projectId]);
 }
