@@ -9,7 +9,6 @@ export class Migration20261121231500 extends Migration {
     this.addSql('alter table "contacts" set (fillfactor = 70);');
     this.addSql('drop index if exists "contacts_project_id_index";');
     this.addSql('create index "contacts_project_id_id_index" on "contacts" ("project_id", "id");');
-    this.addSql('create index "contacts_project_id_subscribed_id_index" on "contacts" ("project_id", "subscribed", "id");');
     // Case-insensitive substring search on email (emails are stored lowercased).
     this.addSql('create index "contacts_email_trgm_index" on "contacts" using gin ("email" gin_trgm_ops);');
     this.addSql('drop index if exists "events_contact_id_created_at_index";');
@@ -23,7 +22,6 @@ export class Migration20261121231500 extends Migration {
     this.addSql('drop index if exists "events_contact_id_id_index";');
     this.addSql('create index "events_contact_id_created_at_index" on "events" ("contact_id", "created_at");');
     this.addSql('drop index if exists "contacts_email_trgm_index";');
-    this.addSql('drop index if exists "contacts_project_id_subscribed_id_index";');
     this.addSql('drop index if exists "contacts_project_id_id_index";');
     this.addSql('create index "contacts_project_id_index" on "contacts" ("project_id");');
   }

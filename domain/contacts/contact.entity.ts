@@ -10,7 +10,6 @@ export const Contact = defineEntity({
   uniques: [{ properties: ['project', 'email'] }],
   indexes: [
     { properties: ['project', 'id'] },
-    { properties: ['project', 'subscribed', 'id'] },
     { name: 'contacts_email_trgm_index', expression: 'create index "contacts_email_trgm_index" on "contacts" using gin ("email" gin_trgm_ops)' },
   ],
   properties: {

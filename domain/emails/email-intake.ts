@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { serviceUnavailable } from '../errors';
+import { ProjectBatcher } from '../project-batcher';
 
 /** An accepted email as stored: the row of `emails` before delivery. */
 export interface NewEmail {
@@ -19,12 +20,6 @@ export interface NewEmail {
 
 export type StartDelivery = (batch: { projectId: string; emailIds: string[] }) => Promise<unknown>;
 
-interface OpenBatch {
-  emails: NewEmail[];
-  waiters: { resolve: () => void; reject: (e: unknown) => void }[];
-  timer: NodeJS.Timeout;
-}
-
 /**
  * Where accepted emails enter delivery. Emails of one project that arrive within `maxWaitMs` of each other are
  * stored with one INSERT and handed to one delivery workflow; each caller's promise resolves only after both
@@ -33,46 +28,19 @@ interface OpenBatch {
  * that will not be sent, and nothing is sent that was not reported.
  */
 export class EmailIntake {
-  private readonly open = new Map<string, OpenBatch>();
+  private readonly batcher: ProjectBatcher<NewEmail>;
 
   constructor(
     private readonly orm: MikroORM,
     private readonly startDelivery: StartDelivery,
-    private readonly opts: { maxBatch: number; maxWaitMs: number },
-  ) {}
-
-  async submit(projectId: string, emails: NewEmail[]): Promise<void> {
-    if (emails.length > this.opts.maxBatch) {
-      const chunks: NewEmail[][] = [];
-      for (let i = 0; i < emails.length; i += this.opts.maxBatch) chunks.push(emails.slice(i, i + this.opts.maxBatch));
-      await Promise.all(chunks.map((chunk) => this.submit(projectId, chunk)));
-      return;
-    }
-    return new Promise<void>((resolve, reject) => {
-      let batch = this.open.get(projectId);
-      if (batch && batch.emails.length + emails.length > this.opts.maxBatch) {
-        this.flush(projectId);
-        batch = undefined;
-      }
-      if (!batch) {
-        batch = { emails: [], waiters: [], timer: setTimeout(() => this.flush(projectId), this.opts.maxWaitMs) };
-        this.open.set(projectId, batch);
-      }
-      batch.emails.push(...emails);
-      batch.waiters.push({ resolve, reject });
-      if (batch.emails.length >= this.opts.maxBatch) this.flush(projectId);
-    });
+    opts: { maxBatch: number; maxWaitMs: number },
+  ) {
+    this.batcher = new ProjectBatcher((projectId, emails) => this.persistAndStart(projectId, emails), opts);
   }
 
-  private flush(projectId: string): void {
-    const batch = this.open.get(projectId);
-    if (!batch) return;
-    this.open.delete(projectId);
-    clearTimeout(batch.timer);
-    this.persistAndStart(projectId, batch.emails).then(
-      () => batch.waiters.forEach((w) => w.resolve()),
-      (err) => batch.waiters.forEach((w) => w.reject(err)),
-    );
+  /** Resolves once the emails are stored and their delivery workflow has started. */
+  submit(projectId: string, emails: NewEmail[]): Promise<void> {
+    return this.batcher.add(projectId, emails);
   }
 
   private async persistAndStart(projectId: string, emails: NewEmail[]): Promise<void> {
@@ -96,6 +64,6 @@ export class EmailIntake {
 
   /** Stores and starts whatever is waiting (on shutdown). */
   flushAll(): void {
-    for (const projectId of [...this.open.keys()]) this.flush(projectId);
+    this.batcher.flushAll();
   }
 }

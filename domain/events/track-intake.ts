@@ -6,6 +6,7 @@ import type { ContactData } from '../contacts/contact.entity';
 import { preparedQuery } from '../prepared';
 import { uuidv7 } from '../ids';
 import { dispatchEvents, type RecordedEvent } from './event.service';
+import { ProjectBatcher } from '../project-batcher';
 
 export interface TrackCall {
   email: string;
@@ -27,8 +28,8 @@ interface Item {
   unset: string[];
   eventData: Record<string, unknown>;
   ids: { contact: string; subEvent: string; track: string };
-  resolve: (r: TrackResult) => void;
-  reject: (e: unknown) => void;
+  /** Set by the batch write. */
+  result?: TrackResult;
 }
 
 /**
@@ -109,47 +110,28 @@ interface BatchRow {
  * carries the call's data values (stored and non-persistent ones alike), the contact keeps only the persistent ones.
  */
 export class TrackIntake {
-  private readonly open = new Map<string, { items: Map<string, Item>; timer: NodeJS.Timeout }>();
+  private readonly batcher: ProjectBatcher<Item>;
 
   constructor(
     private readonly orm: MikroORM,
-    private readonly opts: { maxBatch: number; maxWaitMs: number },
-  ) {}
-
-  track(projectId: string, call: TrackCall): Promise<TrackResult> {
-    const changes = splitContactData(call.data);
-    return new Promise<TrackResult>((resolve, reject) => {
-      const item: Item = {
-        email: normalizeEmail(call.email),
-        call,
-        setData: changes.set,
-        unset: changes.unset,
-        eventData: { ...changes.set, ...changes.transient },
-        ids: { contact: uuidv7(), subEvent: uuidv7(), track: uuidv7() },
-        resolve,
-        reject,
-      };
-      let batch = this.open.get(projectId);
-      if (batch?.items.has(item.email)) {
-        this.flush(projectId); // one email per batch: the second call for it goes into the next one
-        batch = undefined;
-      }
-      if (!batch) {
-        batch = { items: new Map(), timer: setTimeout(() => this.flush(projectId), this.opts.maxWaitMs) };
-        this.open.set(projectId, batch);
-      }
-      batch.items.set(item.email, item);
-      if (batch.items.size >= this.opts.maxBatch) this.flush(projectId);
-    });
+    opts: { maxBatch: number; maxWaitMs: number },
+  ) {
+    // One email per batch: a second call for it goes into the next one.
+    this.batcher = new ProjectBatcher((projectId, items) => this.write(projectId, items), { ...opts, key: (item) => item.email });
   }
 
-  private flush(projectId: string): void {
-    const batch = this.open.get(projectId);
-    if (!batch) return;
-    this.open.delete(projectId);
-    clearTimeout(batch.timer);
-    const items = [...batch.items.values()];
-    this.write(projectId, items).catch((err) => items.forEach((i) => i.reject(err)));
+  async track(projectId: string, call: TrackCall): Promise<TrackResult> {
+    const changes = splitContactData(call.data);
+    const item: Item = {
+      email: normalizeEmail(call.email),
+      call,
+      setData: changes.set,
+      unset: changes.unset,
+      eventData: { ...changes.set, ...changes.transient },
+      ids: { contact: uuidv7(), subEvent: uuidv7(), track: uuidv7() },
+    };
+    await this.batcher.add(projectId, [item]);
+    return item.result!;
   }
 
   private async write(projectId: string, items: Item[]): Promise<void> {
@@ -169,20 +151,22 @@ export class TrackIntake {
     ]);
     const byEmail = new Map(rows.map((r) => [r.email, r]));
     const recorded: RecordedEvent[] = [];
+    const alone: Promise<void>[] = [];
     for (const item of items) {
       const row = byEmail.get(item.email);
       if (!row?.contactId || !row.eventId) {
         // Another transaction created this contact while the batch ran: do this call alone, with its own retry.
-        this.trackAlone(em, projectId, item).then(item.resolve, item.reject);
+        alone.push(this.trackAlone(em, projectId, item).then((r) => void (item.result = r)));
         continue;
       }
       if (row.subEventId) {
         recorded.push({ id: row.subEventId, createdAt: row.subEventAt!, projectId, contactId: row.contactId, name: row.subscribed ? 'contact.subscribed' : 'contact.unsubscribed', source: 'SYSTEM', data: { via: 'track', event: item.call.event } });
       }
       recorded.push({ id: row.eventId, createdAt: row.eventAt!, projectId, contactId: row.contactId, name: item.call.event, source: 'TRACKED', data: item.eventData });
-      item.resolve({ contactId: row.contactId, eventId: row.eventId, timestamp: row.eventAt! });
+      item.result = { contactId: row.contactId, eventId: row.eventId, timestamp: row.eventAt! };
     }
     await dispatchEvents(recorded);
+    await Promise.all(alone);
   }
 
   private async trackAlone(em: ReturnType<MikroORM['em']['fork']>, projectId: string, item: Item): Promise<TrackResult> {
@@ -201,6 +185,6 @@ export class TrackIntake {
 
   /** Writes whatever is waiting (on shutdown). */
   flushAll(): void {
-    for (const projectId of [...this.open.keys()]) this.flush(projectId);
+    this.batcher.flushAll();
   }
 }
