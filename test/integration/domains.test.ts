@@ -2,6 +2,7 @@ import { createPublicKey, randomUUID } from 'node:crypto';
 import { Connection, Client, WorkflowNotFoundError } from '@temporalio/client';
 import { dkimVerify } from 'mailauth';
 import { api } from '../helpers/api';
+import { maybeRecordHistory } from '../helpers/histories';
 import { closeDb, db } from '../helpers/db';
 import { addVerifiedDomain, createTestProject, type TestProject } from '../helpers/fixtures';
 import { messagesTo, waitForMail } from '../helpers/mailbox';
@@ -329,6 +330,7 @@ describe('verification loop', () => {
     }, 10_000);
     expect(status).toBe('COMPLETED');
     expect(await handle.result()).toMatchObject({ ended: 'REMOVED' });
+    await maybeRecordHistory(`domain-verification/${domain.id}`, 'domain-verification-removed');
 
     expect(await listed(domain.id)).toBeUndefined();
     expect((await verify(domain.id)).status).toBe(404);
