@@ -17,7 +17,11 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
   const temporal = await TemporalGateway.connect(cfg.temporal);
   const feed = new ChangeFeed(cfg.database.url);
   await feed.start();
-  const intake = new EmailIntake(orm, (batch) => temporal.startEmailDelivery(batch), { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 40 });
+  const intake = new EmailIntake(
+    orm,
+    { workflowIdFor: TemporalGateway.emailDeliveryId, start: (batch) => temporal.startEmailDelivery(batch) },
+    { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 40 },
+  );
   const trackIntake = new TrackIntake(orm, { maxBatch: 100, maxWaitMs: 2 });
   const app = createApp({
     config: cfg,

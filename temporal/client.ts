@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../domain/config';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
@@ -102,6 +102,25 @@ export class TemporalGateway {
       await this.client.workflow.getHandle(TemporalGateway.domainVerificationId(input.domainId)).signal(removeSignal);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+
+  static readonly EMAIL_SWEEPER_SCHEDULE = 'email-sweeper';
+
+  /**
+   * Makes sure the `email-sweeper` schedule exists (every 5 minutes, overlapping runs skipped); the worker calls this
+   * at start, so any number of workers converge on one schedule.
+   */
+  async ensureEmailSweeperSchedule(): Promise<void> {
+    try {
+      await this.client.schedule.create({
+        scheduleId: TemporalGateway.EMAIL_SWEEPER_SCHEDULE,
+        spec: { intervals: [{ every: '5 minutes' }] },
+        action: { type: 'startWorkflow', workflowType: 'emailSweeper', taskQueue: this.taskQueue, args: [{}] },
+        policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      });
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
     }
   }
 

@@ -5,6 +5,7 @@ import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
 import { createSmtpTransport } from '../domain/mail/transport';
 import { createActivities } from './activities';
+import { TemporalGateway } from './client';
 
 /** Builds a worker for the configured task queue with the real activities. */
 export async function createWorker() {
@@ -42,6 +43,9 @@ export async function createWorker() {
 
 async function main() {
   const { worker, close } = await createWorker();
+  const gateway = await TemporalGateway.connect(config().temporal);
+  await gateway.ensureEmailSweeperSchedule();
+  await gateway.close();
   logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
   await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)
   await close();

@@ -206,3 +206,27 @@ export async function markEmailsFailed(em: EntityManager, emailIds: string[], re
   );
   await dispatchEvents(events);
 }
+
+/**
+ * Emails still QUEUED long after they were accepted: their delivery workflow never ran (the API process died between
+ * storing them and starting it, or an operator terminated it). Grouped by the delivery workflow id stored with them.
+ */
+export async function findStrandedEmails(
+  em: EntityManager,
+  opts: { olderThanMs: number; limit: number },
+): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {
+  const rows = await em.execute<{ projectId: string; workflowId: string | null; id: string }[]>(
+    `select project_id as "projectId", workflow_id as "workflowId", id from emails
+     where status = 'QUEUED' and created_at < now() - make_interval(secs => ?)
+     order by id limit ?`,
+    [opts.olderThanMs / 1000, opts.limit],
+  );
+  const groups = new Map<string, { projectId: string; workflowId: string | null; emailIds: string[] }>();
+  for (const r of rows) {
+    const key = `${r.projectId}/${r.workflowId ?? ''}`;
+    const group = groups.get(key) ?? { projectId: r.projectId, workflowId: r.workflowId, emailIds: [] };
+    group.emailIds.push(r.id);
+    groups.set(key, group);
+  }
+  return [...groups.values()];
+}

@@ -32,7 +32,7 @@ export class EmailIntake {
 
   constructor(
     private readonly orm: MikroORM,
-    private readonly startDelivery: StartDelivery,
+    private readonly delivery: { workflowIdFor: (firstEmailId: string) => string; start: StartDelivery },
     opts: { maxBatch: number; maxWaitMs: number },
   ) {
     this.batcher = new ProjectBatcher((projectId, emails) => this.persistAndStart(projectId, emails), opts);
@@ -45,14 +45,17 @@ export class EmailIntake {
 
   private async persistAndStart(projectId: string, emails: NewEmail[]): Promise<void> {
     const em = this.orm.em.fork();
+    // The workflow id is stored with the emails, so the sweeper can restart exactly this delivery if the process
+    // dies before the start below (a second start of a running id is refused: never two deliveries of one email).
+    const workflowId = this.delivery.workflowIdFor(emails[0]!.id);
     await em.execute(
-      `insert into emails (id, project_id, contact_id, kind, to_email, to_name, from_email, from_name, reply_to, subject, html, headers)
-       values ${emails.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-      emails.flatMap((e) => [e.id, e.projectId, e.contactId, e.kind, e.toEmail, e.toName, e.fromEmail, e.fromName, e.replyTo, e.subject, e.html, JSON.stringify(e.headers)]),
+      `insert into emails (id, project_id, contact_id, kind, to_email, to_name, from_email, from_name, reply_to, subject, html, headers, workflow_id)
+       values ${emails.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+      emails.flatMap((e) => [e.id, e.projectId, e.contactId, e.kind, e.toEmail, e.toName, e.fromEmail, e.fromName, e.replyTo, e.subject, e.html, JSON.stringify(e.headers), workflowId]),
     );
     const emailIds = emails.map((e) => e.id);
     try {
-      await this.startDelivery({ projectId, emailIds });
+      await this.delivery.start({ projectId, emailIds });
     } catch (err) {
       await em.execute(
         `update emails set status = 'FAILED', error = ?, updated_at = now() where id in (${emailIds.map(() => '?').join(', ')})`,

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
-import { deliverBatch, markEmailsFailed, type DeliveryOutcome } from '../../domain/emails/delivery';
+import { deliverBatch, findStrandedEmails, markEmailsFailed, type DeliveryOutcome } from '../../domain/emails/delivery';
 
 export function createEmailActivities(deps: ActivityDeps) {
   return {
@@ -12,6 +12,10 @@ export function createEmailActivities(deps: ActivityDeps) {
     async deliverEmails(input: { emailIds: string[]; attempt: number }): Promise<DeliveryOutcome[]> {
       const { workflowExecution } = Context.current().info;
       return deliverBatch(deps.orm.em.fork(), deps.transport, { ...input, workflowId: workflowExecution?.workflowId });
+    },
+    /** Emails accepted more than `olderThanMs` ago whose delivery never started, grouped per project. */
+    async findStrandedEmails(input: { olderThanMs: number; limit: number }): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {
+      return findStrandedEmails(deps.orm.em.fork(), input);
     },
     async markEmailsFailed(input: { emailIds: string[]; reason: string }): Promise<void> {
       await markEmailsFailed(deps.orm.em.fork(), input.emailIds, input.reason);

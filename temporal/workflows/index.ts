@@ -1,3 +1,4 @@
 // Every workflow the worker runs; this file is the bundle entry (pure code: @temporalio/workflow and types only).
 export { emailDelivery } from './email-delivery.workflow';
+export { emailSweeper } from './email-sweeper.workflow';
 export { domainVerification } from './domain-verification.workflow';
