@@ -7,6 +7,7 @@ import { trackRoutes } from './track/routes';
 import { contactRoutes } from './contacts/routes';
 import { eventRoutes } from './events/routes';
 import { domainRoutes } from './domains/routes';
+import { segmentRoutes } from './segments/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
@@ -16,7 +17,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
   app.silent = true; // errors are rendered and logged by errorHandler
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, trackRoutes, contactRoutes, eventRoutes, domainRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, trackRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, docsRoutes]) register(routes, deps);
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {

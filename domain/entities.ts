@@ -6,6 +6,7 @@ import { Event } from './events/event.entity';
 import { Email } from './emails/email.entity';
 import { Domain } from './domains/domain.entity';
 import { ContactCount, ContactCountDelta } from './contacts/contact-count.entity';
+import { Segment, SegmentMembership } from './segments/segment.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, Domain, ContactCount, ContactCountDelta];
+export const entities = [User, Project, Membership, Contact, Event, Email, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership];

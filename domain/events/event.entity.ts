@@ -7,7 +7,7 @@ import { uuidv7 } from '../ids';
 export const Event = defineEntity({
   name: 'Event',
   tableName: 'events',
-  indexes: [{ properties: ['project', 'name', 'createdAt'] }, { properties: ['contact', 'id'] }, { properties: ['project', 'id'] }],
+  indexes: [{ properties: ['project', 'name', 'contact', 'createdAt'] }, { properties: ['contact', 'id'] }, { properties: ['project', 'id'] }],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
     project: () => p.manyToOne(Project).deleteRule('cascade'),

@@ -1,0 +1,220 @@
+import { z } from 'zod';
+import type { Routes } from '../route';
+import type { ApiDeps } from '../context';
+import { errorResponses } from '../common.schema';
+import { presentContact } from '../presenters/contact.presenter';
+import { SegmentSchema, presentSegment } from '../presenters/segment.presenter';
+import {
+  AddMembersBody,
+  AddMembersResponse,
+  ComputeResponse,
+  CreateSegmentBody,
+  RemoveMembersBody,
+  RemoveMembersResponse,
+  SegmentContactsQuery,
+  SegmentContactsResponse,
+  SegmentIdParams,
+  UpdateSegmentBody,
+} from './schema';
+import {
+  addSegmentMembers,
+  computeSegment,
+  createSegment,
+  deleteSegment,
+  getSegment,
+  listSegmentContacts,
+  listSegments,
+  refreshSegment,
+  removeSegmentMembers,
+  updateSegment,
+} from '../../domain/segments/segment.service';
+import { registerSegmentUsage } from '../../domain/segments/segment-usage';
+import { asFilter } from '../../domain/filters';
+import { AppError, validationError } from '../../domain/errors';
+import { zodFieldErrors } from '../validation';
+import type { AppContext } from '../context';
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** Reads and parses a JSON request body up to `limit` (e.g. "1mb"). */
+async function readJsonBody(ctx: AppContext, limit: string): Promise<unknown> {
+  const m = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(limit.trim());
+  const max = m ? Number(m[1]) * SIZE_UNITS[(m[2] ?? 'b').toLowerCase()]! : 1024 ** 2;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large', { suggestion: 'Send a smaller body; see the limits in the API documentation.' });
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (!text.trim()) return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new AppError(400, 'INVALID_JSON', 'The request body is not valid JSON', { suggestion: 'Send a JSON body with "Content-Type: application/json".' });
+  }
+}
+
+function parseWith<T>(schema: z.ZodType<T>, value: unknown): T {
+  const r = schema.safeParse(value);
+  if (!r.success) throw validationError(zodFieldErrors(r.error));
+  return r.data;
+}
+
+const TAGS = ['Segments'];
+
+export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
+  // The usage endpoints of contacts and events report segments once the API has loaded this module.
+  registerSegmentUsage();
+
+  routes.add({
+    method: 'get',
+    path: '/segments',
+    summary: 'All segments of the project (no pagination)',
+    tags: TAGS,
+    auth: 'secret',
+    responses: { 200: { description: 'Segments, oldest first', schema: z.object({ data: z.array(SegmentSchema) }) }, ...errorResponses(401) },
+    handler: async ({ ctx }) => ({ body: { data: (await listSegments(ctx.state.em, ctx.state.principal!.projectId)).map((s) => presentSegment(s)) } }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/segments',
+    summary: 'Create a segment',
+    description:
+      'DYNAMIC requires `condition`, STATIC refuses it. The variant body `{ name, filters, trackMembership? }` creates a dynamic segment ' +
+      'whose condition is `filters`. The member count is computed on creation.',
+    tags: TAGS,
+    auth: 'secret',
+    body: CreateSegmentBody,
+    responses: { 201: { description: 'Created', schema: SegmentSchema }, ...errorResponses(401, 413, 422) },
+    handler: async ({ ctx, body }) => {
+      const variant = body.filters !== undefined;
+      const condition = body.filters ?? body.condition;
+      const segment = await createSegment(ctx.state.em, ctx.state.principal!.projectId, {
+        name: body.name,
+        type: variant ? 'DYNAMIC' : body.type!,
+        condition: condition ? asFilter(condition) : undefined,
+        description: body.description,
+        trackMembership: body.trackMembership,
+      });
+      return { status: 201, body: presentSegment(segment, { echoFilters: variant }) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/segments/:id',
+    summary: 'Get a segment with its cached member count',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    responses: { 200: { description: 'Segment', schema: SegmentSchema }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params }) => ({ body: presentSegment(await getSegment(ctx.state.em, ctx.state.principal!.projectId, params.id)) }),
+  });
+
+  routes.add({
+    method: 'patch',
+    path: '/segments/:id',
+    summary: 'Update name, description, condition (dynamic only) or trackMembership',
+    description: 'A new condition recounts the members. Turning trackMembership off forgets the computed membership.',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    body: UpdateSegmentBody,
+    responses: { 200: { description: 'Updated segment', schema: SegmentSchema }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params, body }) => ({
+      body: presentSegment(
+        await updateSegment(ctx.state.em, ctx.state.principal!.projectId, params.id, {
+          ...body,
+          condition: body.condition ? asFilter(body.condition) : undefined,
+        }),
+      ),
+    }),
+  });
+
+  routes.add({
+    method: 'delete',
+    path: '/segments/:id',
+    summary: 'Delete a segment',
+    description: '409 SEGMENT_IN_USE while an active campaign uses it.',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 404, 409, 422) },
+    handler: async ({ ctx, params }) => {
+      await deleteSegment(ctx.state.em, ctx.state.principal!.projectId, params.id);
+      return {};
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/segments/:id/contacts',
+    summary: 'Members of a segment, newest first (live for dynamic segments)',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    query: SegmentContactsQuery,
+    responses: { 200: { description: 'A page of members', schema: SegmentContactsResponse }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params, query }) => {
+      const page = await listSegmentContacts(ctx.state.em, ctx.state.principal!.projectId, params.id, query);
+      return { body: { ...page, data: page.data.map(presentContact) } };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/segments/:id/members',
+    summary: 'Add contacts to a static segment by email',
+    description: 'Static segments only (422 `dynamic_segment` otherwise). Unknown emails are listed in notFound unless createMissing creates them.',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    body: AddMembersBody,
+    responses: { 200: { description: 'Result', schema: AddMembersResponse }, ...errorResponses(401, 404, 413, 422) },
+    handler: async ({ ctx, params, body }) => ({ body: await addSegmentMembers(ctx.state.em, ctx.state.principal!.projectId, params.id, body) }),
+  });
+
+  routes.add({
+    method: 'delete',
+    path: '/segments/:id/members',
+    summary: 'Remove contacts from a static segment by email',
+    description: 'JSON body `{ emails }` (1 to 1000 addresses). The contacts themselves stay. Static segments only.',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    responses: { 200: { description: 'Result', schema: RemoveMembersResponse }, ...errorResponses(400, 401, 404, 413, 422) },
+    handler: async ({ ctx, params }) => {
+      // The shared body parser reads POST/PUT/PATCH bodies only; this DELETE carries one, so it is read here.
+      const body = parseWith(RemoveMembersBody, await readJsonBody(ctx, _deps.config.limits.jsonBody));
+      return { body: await removeSegmentMembers(ctx.state.em, ctx.state.principal!.projectId, params.id, body.emails) };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/segments/:id/compute',
+    summary: 'Recompute membership; a tracked dynamic segment fires entry/exit events',
+    description:
+      'Tracked dynamic segments: the membership is diffed against the last compute, stored, and every change records ' +
+      '`segment.<slug>.entry` or `segment.<slug>.exit` on the contact. Other segments: the count is refreshed only.',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    responses: { 200: { description: 'Changes and the new count', schema: ComputeResponse }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params }) => ({ body: await computeSegment(ctx.state.em, ctx.state.principal!.projectId, params.id) }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/segments/:id/refresh',
+    summary: 'Refresh the cached member count (no events, no membership writes)',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    responses: { 200: { description: 'Segment with the fresh count', schema: SegmentSchema }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params }) => ({ body: presentSegment(await refreshSegment(ctx.state.em, ctx.state.principal!.projectId, params.id)) }),
+  });
+}
