@@ -5,6 +5,7 @@ import { Routes } from './route';
 import { sendRoutes } from './send/routes';
 import { trackRoutes } from './track/routes';
 import { contactRoutes } from './contacts/routes';
+import { contactJobRoutes } from './contacts/import.routes';
 import { eventRoutes } from './events/routes';
 import { domainRoutes } from './domains/routes';
 import { segmentRoutes } from './segments/routes';
@@ -17,7 +18,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
   app.silent = true; // errors are rendered and logged by errorHandler
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, trackRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, docsRoutes]) register(routes, deps);
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {

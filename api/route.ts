@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { z, type ZodType } from 'zod';
@@ -5,7 +6,7 @@ import { OpenAPIRegistry, type RouteConfig } from '@asteasolutions/zod-to-openap
 import type Koa from 'koa';
 import type { AppContext, AppState, ApiDeps } from './context';
 import { requireApiKey, requireSession } from './middleware/auth';
-import { validationError } from '../domain/errors';
+import { AppError, validationError } from '../domain/errors';
 import { zodFieldErrors } from './validation';
 
 export type AuthMode = 'secret' | 'public' | 'session' | 'none';
@@ -35,6 +36,11 @@ export interface RouteDef<B, Q, P> {
   params?: ZodType<P>;
   /** JSON body limit for this route (default: MAX_JSON_BODY). */
   bodyLimit?: string;
+  /**
+   * Opt-in multipart/form-data body instead of JSON: the body schema sees the text fields and the uploaded files
+   * (formidable `File`s, deleted after the handler) together. Above `maxFileSize` bytes: 413 PAYLOAD_TOO_LARGE.
+   */
+  multipart?: { maxFileSize: number };
   responses: Record<number, { description: string; schema?: ZodType }>;
   handler: (input: HandlerInput<B, Q, P>) => Promise<HandlerResult>;
 }
@@ -74,7 +80,8 @@ export class Routes {
     const middleware: Koa.Middleware<AppState>[] = [];
     if (def.auth === 'secret' || def.auth === 'public') middleware.push(requireApiKey(this.deps, def.auth === 'public'));
     if (def.auth === 'session') middleware.push(requireSession(this.deps));
-    if (def.body) {
+    if (def.body && def.multipart) middleware.push(multipartBody(def.multipart.maxFileSize));
+    else if (def.body) {
       middleware.push(
         koaBody({
           json: true,
@@ -87,12 +94,18 @@ export class Routes {
       );
     }
     middleware.push(async (ctx: AppContext) => {
-      const body = parse(def.body, def.body ? (ctx.request.body ?? {}) : undefined, []);
-      const query = parse(def.query, ctx.query, ['query']);
-      const params = parse(def.params, ctx.params, ['params']);
-      const result = await def.handler({ ctx, body, query, params } as HandlerInput<B, Q, P>);
-      ctx.status = result.status ?? (result.body === undefined ? 204 : 200);
-      if (result.body !== undefined) ctx.body = result.body;
+      const files = def.multipart ? Object.values(ctx.request.files ?? {}).flat() : [];
+      try {
+        const raw = def.multipart ? { ...(ctx.request.body as object | undefined), ...ctx.request.files } : ctx.request.body;
+        const body = parse(def.body, def.body ? (raw ?? {}) : undefined, []);
+        const query = parse(def.query, ctx.query, ['query']);
+        const params = parse(def.params, ctx.params, ['params']);
+        const result = await def.handler({ ctx, body, query, params } as HandlerInput<B, Q, P>);
+        ctx.status = result.status ?? (result.body === undefined ? 204 : 200);
+        if (result.body !== undefined) ctx.body = result.body;
+      } finally {
+        for (const f of files) fs.rm(f.filepath, { force: true }, () => undefined);
+      }
     });
     this.router[def.method](def.path, ...middleware);
     this.register(def);
@@ -111,13 +124,30 @@ export class Routes {
       tags: def.tags,
       security: SECURITY[def.auth],
       request: {
-        ...(def.body ? { body: { content: { 'application/json': { schema: def.body } }, required: true } } : {}),
+        ...(def.body ? { body: { content: { [def.multipart ? 'multipart/form-data' : 'application/json']: { schema: def.body } }, required: true } } : {}),
         ...(def.query ? { query: def.query as unknown as z.ZodObject } : {}),
         ...(def.params ? { params: def.params as unknown as z.ZodObject } : {}),
       },
       responses,
     });
   }
+}
+
+/** multipart/form-data with one file at most; formidable's errors become the envelope's 413 / 400. */
+function multipartBody(maxFileSize: number): Koa.Middleware<AppState> {
+  return koaBody({
+    json: false,
+    urlencoded: false,
+    text: false,
+    multipart: true,
+    formidable: { maxFileSize, maxTotalFileSize: maxFileSize, maxFiles: 1, allowEmptyFiles: true, minFileSize: 0, maxFields: 20, maxFieldsSize: 64 * 1024 },
+    onError: (err: Error & { httpCode?: number }) => {
+      if (err.httpCode === 413) {
+        throw new AppError(413, 'PAYLOAD_TOO_LARGE', `The file is larger than ${maxFileSize} bytes`, { suggestion: 'Split the file into smaller parts.' });
+      }
+      throw new AppError(400, 'BAD_REQUEST', `Malformed multipart body: ${err.message}`, { suggestion: 'Send multipart/form-data with the file in the `file` field.' });
+    },
+  }) as unknown as Koa.Middleware<AppState>;
 }
 
 function parse<T>(schema: ZodType<T> | undefined, value: unknown, prefix: string[]): T {

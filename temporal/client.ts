@@ -3,7 +3,7 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../domain/config';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
-import type { emailDelivery, domainVerification } from './workflows';
+import type { emailDelivery, domainVerification, contactImport, contactBulk } from './workflows';
 import { checkNowUpdate, removeSignal } from './workflows/domain-verification.workflow';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
@@ -103,6 +103,41 @@ export class TemporalGateway {
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
+  }
+
+  static contactImportId(jobId: string): string {
+    return `contact-import/${jobId}`;
+  }
+
+  static contactBulkId(jobId: string): string {
+    return `contact-bulk/${jobId}`;
+  }
+
+  /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */
+  async startContactImport(input: { projectId: string; jobId: string }): Promise<string> {
+    return this.startJob<typeof contactImport>('contactImport', TemporalGateway.contactImportId(input.jobId), input);
+  }
+
+  /** Starts a stored bulk job's workflow (`contact-bulk/<jobId>`); already started counts as success. */
+  async startContactBulk(input: { projectId: string; jobId: string }): Promise<string> {
+    return this.startJob<typeof contactBulk>('contactBulk', TemporalGateway.contactBulkId(input.jobId), input);
+  }
+
+  private async startJob<W extends typeof contactImport | typeof contactBulk>(type: string, workflowId: string, input: { projectId: string; jobId: string }): Promise<string> {
+    try {
+      await this.client.workflow.start<W>(type, {
+        taskQueue: this.taskQueue,
+        workflowId,
+        args: [{ projectId: input.projectId, jobId: input.jobId }] as Parameters<W>,
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: SA.ProjectId, value: input.projectId },
+          { key: SA.JobId, value: input.jobId },
+        ]),
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    return workflowId;
   }
 
   static readonly EMAIL_SWEEPER_SCHEDULE = 'email-sweeper';

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection, Client } from '@temporalio/client';
@@ -58,11 +59,23 @@ export default async function globalSetup(): Promise<void> {
     DOMAIN_RECHECK_INTERVAL: '2s',
     DOMAIN_DEMOTE_AFTER: '5s',
   };
-  const children: ManagedProcess[] = [
-    startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') }),
-    startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') }),
-  ];
+  const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });
+  const children: ManagedProcess[] = [startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') }), startWorker()];
+  // Worker control for crash tests: `POST <workerControlUrl>/restart` kills the worker (SIGKILL, like a crash: no
+  // draining) and starts a new one. Loopback only; answers once the new process is spawned.
+  const control = http.createServer((req, res) => {
+    if (req.method !== 'POST' || req.url !== '/restart') return void res.writeHead(404).end();
+    const worker = children[1]!;
+    worker.child.kill('SIGKILL');
+    void worker.exited.then(() => {
+      children[1] = startWorker();
+      res.writeHead(204).end();
+    });
+  });
+  const controlPort = await freePort();
+  await new Promise<void>((resolve) => control.listen(controlPort, '127.0.0.1', resolve));
   const stop = async () => {
+    await new Promise<void>((resolve) => control.close(() => resolve()));
     await Promise.all(children.map((c) => c.stop()));
     await infra.stop();
     await capture.stop();
@@ -85,6 +98,7 @@ export default async function globalSetup(): Promise<void> {
     mailboxUrl: capture.httpUrl,
     dnsServer: dns.server,
     dnsControlUrl: dns.controlUrl,
+    workerControlUrl: `http://127.0.0.1:${controlPort}`,
     dataDir,
   };
   process.env.MAILWRIGHT_TEST_STACK = JSON.stringify(stack);

@@ -2,3 +2,5 @@
 export { emailDelivery } from './email-delivery.workflow';
 export { emailSweeper } from './email-sweeper.workflow';
 export { domainVerification } from './domain-verification.workflow';
+export { contactImport } from './contact-import.workflow';
+export { contactBulk } from './contact-bulk.workflow';

@@ -1,0 +1,139 @@
+import fs from 'node:fs/promises';
+import type { Routes } from '../route';
+import type { ApiDeps } from '../context';
+import { errorResponses } from '../common.schema';
+import { BulkJobResponse, ContactIdsBody, ImportBody, ImportJobResponse, JobIdParams, JobQueuedResponse } from './import.schema';
+import { createBulkJob, createImportJob, finishJob, getJob, type BulkJobType, type JobRow } from '../../domain/jobs/job.service';
+import { CsvRejected, MAX_IMPORT_BYTES, readLayout } from '../../domain/contacts/contact-import-csv';
+import { serviceUnavailable, validationError } from '../../domain/errors';
+import type { AppContext } from '../context';
+
+const TAGS = ['Contacts'];
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+function presentImportJob(j: JobRow) {
+  return {
+    jobId: j.id,
+    status: j.status,
+    total: j.total,
+    processed: j.processed,
+    created: j.created,
+    updated: j.updated,
+    skipped: j.skipped,
+    failed: j.failed,
+    errors: j.errors,
+    message: j.message,
+    createdAt: iso(j.createdAt)!,
+    startedAt: iso(j.startedAt),
+    finishedAt: iso(j.finishedAt),
+  };
+}
+
+function presentBulkJob(j: JobRow) {
+  return {
+    jobId: j.id,
+    type: j.type as BulkJobType,
+    status: j.status,
+    total: j.total,
+    processed: j.processed,
+    changed: j.changed,
+    skipped: j.skipped,
+    failed: j.failed,
+    message: j.message,
+    createdAt: iso(j.createdAt)!,
+    finishedAt: iso(j.finishedAt),
+  };
+}
+
+/** The job is stored; if its workflow cannot be started it is FAILED and the caller gets 503 (nothing half-queued). */
+async function startOr503(ctx: AppContext, jobId: string, start: () => Promise<unknown>): Promise<void> {
+  try {
+    await start();
+  } catch (err) {
+    ctx.state.log.error({ err, jobId }, 'could not start job workflow');
+    await finishJob(ctx.state.em, jobId, 'FAILED', 'The job could not be queued');
+    throw serviceUnavailable('The job could not be queued; try again');
+  }
+}
+
+/** CSV import and bulk contact jobs. Registered before contactRoutes, so /contacts/:id does not take these paths. */
+export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
+  routes.add({
+    method: 'post',
+    path: '/contacts/import',
+    summary: 'Import contacts from a CSV file (queued)',
+    description:
+      'multipart/form-data: `file` (CSV, UTF-8, at most 5 MB; `,` `;` or tab, detected from the header), optional `mapping` and `subscribed`. ' +
+      'The header needs an `email` column (any case) unless `mapping` names one; `subscribed` (true/false/yes/no/1/0) is optional; other columns ' +
+      'become contact data (numbers and booleans typed, empty cells ignored). A file that is empty, binary, not UTF-8 or has no email column is refused with 422.',
+    tags: TAGS,
+    auth: 'secret',
+    body: ImportBody,
+    multipart: { maxFileSize: MAX_IMPORT_BYTES },
+    responses: { 202: { description: 'Queued', schema: JobQueuedResponse }, ...errorResponses(400, 401, 413, 422, 503) },
+    handler: async ({ ctx, body }) => {
+      const content = await fs.readFile(body.file.filepath);
+      try {
+        readLayout(content, body.mapping);
+      } catch (err) {
+        if (err instanceof CsvRejected) throw validationError([{ field: err.field, message: err.message, code: err.field === 'mapping' ? 'invalid_mapping' : 'invalid_csv' }], err.message);
+        throw err;
+      }
+      const projectId = ctx.state.principal!.projectId;
+      const jobId = await createImportJob(ctx.state.em, {
+        projectId,
+        fileName: body.file.originalFilename ?? undefined,
+        content,
+        options: { mapping: body.mapping, subscribed: body.subscribed },
+      });
+      await startOr503(ctx, jobId, () => deps.temporal.startContactImport({ projectId, jobId }));
+      return { status: 202, body: { jobId } };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/contacts/import/:jobId',
+    summary: 'Status of a CSV import job',
+    tags: TAGS,
+    auth: 'secret',
+    params: JobIdParams,
+    responses: { 200: { description: 'The job', schema: ImportJobResponse }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params }) => ({ body: presentImportJob(await getJob(ctx.state.em, ctx.state.principal!.projectId, params.jobId, 'import')) }),
+  });
+
+  const bulk: [string, BulkJobType, string][] = [
+    ['/contacts/bulk-subscribe', 'BULK_SUBSCRIBE', 'Subscribe up to 1000 contacts (queued)'],
+    ['/contacts/bulk-unsubscribe', 'BULK_UNSUBSCRIBE', 'Unsubscribe up to 1000 contacts (queued)'],
+    ['/contacts/bulk-delete', 'BULK_DELETE', 'Delete up to 1000 contacts and their events (queued)'],
+  ];
+  for (const [path, type, summary] of bulk) {
+    routes.add({
+      method: 'post',
+      path,
+      summary,
+      description: 'Ids of other projects and unknown ids are skipped (counted in `skipped`), never touched.',
+      tags: TAGS,
+      auth: 'secret',
+      body: ContactIdsBody,
+      responses: { 202: { description: 'Queued', schema: JobQueuedResponse }, ...errorResponses(400, 401, 422, 503) },
+      handler: async ({ ctx, body }) => {
+        const projectId = ctx.state.principal!.projectId;
+        const jobId = await createBulkJob(ctx.state.em, { projectId, type, contactIds: body.contactIds });
+        await startOr503(ctx, jobId, () => deps.temporal.startContactBulk({ projectId, jobId }));
+        return { status: 202, body: { jobId } };
+      },
+    });
+  }
+
+  routes.add({
+    method: 'get',
+    path: '/contacts/bulk/:jobId',
+    summary: 'Status of a bulk contact job',
+    tags: TAGS,
+    auth: 'secret',
+    params: JobIdParams,
+    responses: { 200: { description: 'The job', schema: BulkJobResponse }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params }) => ({ body: presentBulkJob(await getJob(ctx.state.em, ctx.state.principal!.projectId, params.jobId, 'bulk')) }),
+  });
+}

@@ -1,0 +1,80 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { uuidv7 } from '../ids';
+import { dispatchEvents, type RecordedEvent } from '../events/event.service';
+import { markJobRunning, withTransaction } from '../jobs/job.service';
+
+/**
+ * Subscribe or unsubscribe the job's contacts in one statement: only contacts of the job's project are touched (other
+ * ids are skipped), only real changes are written, and each change records contact.subscribed / contact.unsubscribed
+ * (source SYSTEM, data { via: 'bulk' }) in the same statement.
+ */
+const BULK_SUBSCRIPTION_SQL = `
+with ids as (select distinct unnest($2::uuid[]) as id),
+target as (
+  select c.id, c.subscribed from contacts c
+  where c.project_id = $1 and c.id = any($2::uuid[])
+  order by c.id for update of c
+),
+upd as (
+  update contacts c set subscribed = $3::boolean, updated_at = now()
+  from target t where c.id = t.id and t.subscribed <> $3::boolean
+  returning c.id
+),
+numbered as (select id, row_number() over (order by id) as n from upd),
+ev as (
+  insert into events (id, project_id, contact_id, name, data, source, created_at)
+  select ($4::uuid[])[n], $1, id, $5::text, '{"via":"bulk"}'::jsonb, 'SYSTEM', now() from numbered
+  returning id, contact_id, created_at
+)
+select (select count(*) from ids)::int as total, (select count(*) from upd)::int as changed,
+       (select coalesce(json_agg(json_build_object('id', id, 'contactId', contact_id, 'createdAt', created_at)), '[]'::json) from ev) as events`;
+
+/** Deletes the job's contacts of its project (their events go with them, by the foreign key). */
+const BULK_DELETE_SQL = `
+with ids as (select distinct unnest($2::uuid[]) as id),
+del as (delete from contacts c where c.project_id = $1 and c.id = any($2::uuid[]) returning c.id)
+select (select count(*) from ids)::int as total, (select count(*) from del)::int as changed, '[]'::json as events`;
+
+/**
+ * Runs a bulk job: QUEUED -> RUNNING -> COMPLETED, the change and the counters in one transaction guarded by the
+ * job's chunk row, so a retried activity never applies it twice. `changed` counts contacts whose state really changed;
+ * the rest (unknown ids, other projects' ids, contacts already in the asked state) are `skipped`.
+ */
+export async function runBulkJob(em: EntityManager, jobId: string): Promise<void> {
+  const job = await markJobRunning(em, jobId);
+  if (!job) return;
+  const [row] = await em.execute<{ contactIds: string[] }[]>('select contact_ids as "contactIds" from jobs where id = ?', [jobId]);
+  const ids = row?.contactIds ?? [];
+  const events = await withTransaction(em, async (c) => {
+    const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, 0, $2) on conflict do nothing', [jobId, ids.length]);
+    if (claimed.rowCount === 0) return [];
+    const res =
+      job.type === 'BULK_DELETE'
+        ? await c.query<{ total: number; changed: number; events: never[] }>(BULK_DELETE_SQL, [job.projectId, ids])
+        : await c.query<{ total: number; changed: number; events: { id: string; contactId: string; createdAt: string }[] }>(BULK_SUBSCRIPTION_SQL, [
+            job.projectId,
+            ids,
+            job.type === 'BULK_SUBSCRIBE',
+            ids.map(() => uuidv7()),
+            job.type === 'BULK_SUBSCRIBE' ? 'contact.subscribed' : 'contact.unsubscribed',
+          ]);
+    const r = res.rows[0]!;
+    await c.query(
+      `update jobs set total = $2::int, processed = $2::int, changed = $3::int, skipped = $2::int - $3::int, status = 'COMPLETED', finished_at = now()
+       where id = $1 and status = 'RUNNING'`,
+      [jobId, r.total, r.changed],
+    );
+    return r.events.map(
+      (e): RecordedEvent => ({
+        id: e.id,
+        projectId: job.projectId,
+        contactId: e.contactId,
+        name: job.type === 'BULK_SUBSCRIBE' ? 'contact.subscribed' : 'contact.unsubscribed',
+        source: 'SYSTEM',
+        data: { via: 'bulk' },
+        createdAt: new Date(e.createdAt),
+      }),
+    );
+  });
+  await dispatchEvents(events);
+}

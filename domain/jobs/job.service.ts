@@ -1,0 +1,127 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { PoolClient } from 'pg';
+import { uuidv7 } from '../ids';
+import { notFound } from '../errors';
+
+/**
+ * Import and bulk contact jobs. States:
+ *   QUEUED    the job row (and its input) is stored and its workflow started
+ *   RUNNING   the workflow picked it up (startedAt set)
+ *   COMPLETED every row / id was processed (row errors are counted, they do not fail a job)
+ *   FAILED    the input as a whole is unusable (malformed CSV) or the job could not run; `message` says why
+ *   CANCELLED the workflow was cancelled (e.g. in Temporal Web UI); what was committed before stays
+ * Transitions: QUEUED -> RUNNING -> COMPLETED | FAILED | CANCELLED, and QUEUED -> FAILED | CANCELLED.
+ * Finished states are final.
+ */
+export type JobStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
+export type BulkJobType = 'BULK_SUBSCRIBE' | 'BULK_UNSUBSCRIBE' | 'BULK_DELETE';
+export type JobType = 'IMPORT' | BulkJobType;
+
+export interface RowError {
+  line: number;
+  email?: string;
+  message: string;
+}
+
+export interface ImportOptions {
+  mapping?: Record<string, string>;
+  /** For new contacts whose row has no subscribed value (default true). */
+  subscribed?: boolean;
+}
+
+export interface JobRow {
+  id: string;
+  projectId: string;
+  type: JobType;
+  status: JobStatus;
+  options: ImportOptions;
+  total: number;
+  processed: number;
+  created: number;
+  updated: number;
+  changed: number;
+  skipped: number;
+  failed: number;
+  errors: RowError[];
+  message: string | null;
+  nextOffset: number;
+  nextLine: number;
+  nextChunk: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+const JOB_COLUMNS = `id, project_id as "projectId", type, status, options, total, processed, created, updated, changed, skipped, failed,
+  errors, message, next_offset as "nextOffset", next_line as "nextLine", next_chunk as "nextChunk", created_at as "createdAt",
+  started_at as "startedAt", finished_at as "finishedAt"`;
+
+/** Runs `fn` in one transaction on a connection of the ORM's pool (raw pg, so hot statements can be prepared). */
+export async function withTransaction<T>(em: EntityManager, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const knexClient = em.getConnection().getKnex().client;
+  const conn = (await knexClient.acquireConnection()) as PoolClient;
+  try {
+    await conn.query('begin');
+    try {
+      const result = await fn(conn);
+      await conn.query('commit');
+      return result;
+    } catch (err) {
+      await conn.query('rollback').catch(() => undefined);
+      throw err;
+    }
+  } finally {
+    await knexClient.releaseConnection(conn);
+  }
+}
+
+/** Stores an import job and its file in one transaction (before the workflow starts, so a worker always finds it). */
+export async function createImportJob(em: EntityManager, input: { projectId: string; fileName?: string; content: Buffer; options: ImportOptions }): Promise<string> {
+  const id = uuidv7();
+  await withTransaction(em, async (c) => {
+    await c.query(`insert into jobs (id, project_id, type, options) values ($1, $2, 'IMPORT', $3)`, [id, input.projectId, JSON.stringify(input.options)]);
+    await c.query(`insert into contact_import_files (job_id, file_name, content) values ($1, $2, $3)`, [id, input.fileName ?? null, input.content]);
+  });
+  return id;
+}
+
+/** Stores a bulk job with its (deduplicated) contact ids. */
+export async function createBulkJob(em: EntityManager, input: { projectId: string; type: BulkJobType; contactIds: string[] }): Promise<string> {
+  const id = uuidv7();
+  const ids = [...new Set(input.contactIds.map((i) => i.toLowerCase()))];
+  await em.execute(`insert into jobs (id, project_id, type, contact_ids, total) values (?, ?, ?, ?::uuid[], ?)`, [id, input.projectId, input.type, `{${ids.join(',')}}`, ids.length]);
+  return id;
+}
+
+/** A job of the project, or null (another project's job is not found). */
+export async function findJob(em: EntityManager, projectId: string | null, jobId: string): Promise<JobRow | null> {
+  const rows = await em.execute<JobRow[]>(
+    `select ${JOB_COLUMNS} from jobs where id = ? ${projectId ? 'and project_id = ?' : ''}`,
+    projectId ? [jobId, projectId] : [jobId],
+  );
+  return rows[0] ?? null;
+}
+
+export async function getJob(em: EntityManager, projectId: string, jobId: string, kind: 'import' | 'bulk'): Promise<JobRow> {
+  const job = await findJob(em, projectId, jobId);
+  if (!job || (kind === 'import') !== (job.type === 'IMPORT')) throw notFound(kind === 'import' ? 'Import job' : 'Bulk job');
+  return job;
+}
+
+/** QUEUED -> RUNNING (idempotent: a retried activity finds it RUNNING). Returns the job, or null when it is finished. */
+export async function markJobRunning(em: EntityManager, jobId: string, total?: number): Promise<JobRow | null> {
+  const rows = await em.execute<JobRow[]>(
+    `update jobs set status = 'RUNNING', started_at = coalesce(started_at, now()), total = coalesce(?, total)
+     where id = ? and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
+    [total ?? null, jobId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Ends a job that is not finished yet; a finished job keeps its state. */
+export async function finishJob(em: EntityManager, jobId: string, status: 'COMPLETED' | 'FAILED' | 'CANCELLED', message?: string): Promise<void> {
+  await em.execute(
+    `update jobs set status = ?, message = coalesce(?, message), finished_at = now() where id = ? and status in ('QUEUED', 'RUNNING')`,
+    [status, message ?? null, jobId],
+  );
+}
