@@ -195,7 +195,9 @@ describe('list totals', () => {
     expect(t.api).toEqual(t.db);
     expect(t.api[0]).toBe(570);
     const { rows } = await db().query('select count(*)::int as n from contact_count_deltas where project_id = $1', [cp.projectId]);
-    expect(rows[0].n).toBeLessThan(100); // compacted
+    // 525 delta rows were written (1 + 520 + the 4 changes above). Writers fold now and then, and the first read
+    // folds whatever exceeds 500, so fewer than 510 remain whichever did it; none folding would leave 525.
+    expect(rows[0].n).toBeLessThan(510);
   });
 });
 
