@@ -4,7 +4,7 @@ import type { Config } from '../domain/config';
 import type { Logger } from '../domain/logger';
 import type { TemporalGateway } from '../temporal/client';
 import type { EmailIntake } from '../domain/emails/email-intake';
-import type { TrackIntake } from '../domain/events/track-intake';
+import type { ContactIntake } from '../domain/contacts/contact-intake';
 import type { ApiPrincipal, KeyLookupCache } from '../domain/projects/project.service';
 import type { DomainStatusCache } from '../domain/domains/domain.service';
 
@@ -15,8 +15,8 @@ export interface ApiDeps {
   temporal: TemporalGateway;
   /** Where accepted emails are stored and handed to delivery. */
   intake: EmailIntake;
-  /** Where /v1/track calls are recorded (batched per project). */
-  trackIntake: TrackIntake;
+  /** Where /v1/track and /v1/send create and update contacts (batched per project). */
+  contactIntake: ContactIntake;
   /** Per-process lookups kept fresh by the database change feed. */
   caches: { keys?: KeyLookupCache; domains?: DomainStatusCache };
 }

@@ -4,7 +4,7 @@ import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
 import { TemporalGateway, MAX_DELIVERY_BATCH } from '../temporal/client';
 import { EmailIntake } from '../domain/emails/email-intake';
-import { TrackIntake } from '../domain/events/track-intake';
+import { ContactIntake } from '../domain/contacts/contact-intake';
 import { createApp } from './app';
 import { ChangeFeed } from '../domain/cache/change-feed';
 import { createKeyLookupCache } from '../domain/projects/project.service';
@@ -22,13 +22,13 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
     { workflowIdFor: TemporalGateway.emailDeliveryId, start: (batch) => temporal.startEmailDelivery(batch) },
     { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 40 },
   );
-  const trackIntake = new TrackIntake(orm, { maxBatch: 100, maxWaitMs: 2 });
+  const contactIntake = new ContactIntake(orm, { maxBatch: 100, maxWaitMs: 2 });
   const app = createApp({
     config: cfg,
     orm,
     temporal,
     intake,
-    trackIntake,
+    contactIntake,
     caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed) },
   });
   const server = http.createServer(app.callback());
@@ -44,7 +44,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
       await closed;
       clearTimeout(force);
       intake.flushAll();
-      trackIntake.flushAll();
+      contactIntake.flushAll();
       await feed.close();
       await temporal.close();
       await orm.close();

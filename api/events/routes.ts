@@ -27,7 +27,7 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     handler: async ({ ctx, body }) => {
       const { projectId, ...input } = body;
       await projectForMember(ctx.state.em, ctx.state.userId!, projectId);
-      const r = await deps.trackIntake.track(projectId, input);
+      const r = await deps.contactIntake.track(projectId, input);
       return { body: { success: true, data: { contact: r.contactId, event: r.eventId, timestamp: new Date(r.timestamp).toISOString() } } };
     },
   });

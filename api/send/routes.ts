@@ -26,7 +26,7 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
       const recipients = (Array.isArray(body.to) ? body.to : [body.to]).map(toAddress);
       const from = toAddress(body.from);
       if (!from.name && body.name) from.name = body.name;
-      const accepted = await acceptSend(ctx.state.em, { intake: deps.intake, domainCache: deps.caches.domains }, {
+      const accepted = await acceptSend(ctx.state.em, { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains }, {
         projectId: ctx.state.principal!.projectId,
         to: recipients,
         from,

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Address } from './email.entity';
 import type { ContactData } from '../contacts/contact.entity';
-import { upsertContact } from '../contacts/contact.repository';
+import type { ContactIntake } from '../contacts/contact-intake';
 import { assertSenderDomain, type DomainStatusCache } from '../domains/domain.service';
 import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { renderTemplate } from '../rendering/render';
@@ -34,7 +34,7 @@ export interface AcceptedEmail {
  */
 export async function acceptSend(
   em: EntityManager,
-  deps: { intake: EmailIntake; domainCache?: DomainStatusCache },
+  deps: { intake: EmailIntake; contacts: ContactIntake; domainCache?: DomainStatusCache },
   req: SendRequest,
 ): Promise<AcceptedEmail[]> {
   await assertSenderDomain(em, req.projectId, req.from.email, { cache: deps.domainCache });
@@ -44,7 +44,7 @@ export async function acceptSend(
   // Each recipient's upsert commits on its own (it is idempotent, and its subscription event commits with it).
   // The emails are stored together by the intake, so a failure part-way leaves no email without a delivery.
   for (const recipient of req.to) {
-    const up = await upsertContact(em, {
+    const up = await deps.contacts.upsert({
       projectId: req.projectId,
       email: recipient.email,
       subscribed: req.subscribed,
