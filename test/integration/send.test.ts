@@ -76,8 +76,13 @@ describe('POST /v1/send', () => {
       expect(desc.type).toBe('emailDelivery');
       expect(desc.searchAttributes.ProjectId).toEqual([project.projectId]);
       expect(desc.searchAttributes.EmailIds).toContain(emailId);
-      const found = [];
-      for await (const wf of new Client({ connection }).workflow.list({ query: `EmailIds = '${emailId}'` })) found.push(wf.workflowId);
+      // Visibility (what Web UI searches) is eventually consistent: poll briefly.
+      let found: string[] = [];
+      for (let i = 0; i < 50 && found.length === 0; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 200));
+        found = [];
+        for await (const wf of new Client({ connection }).workflow.list({ query: `EmailIds = '${emailId}'` })) found.push(wf.workflowId);
+      }
       expect(found).toEqual([row.workflow_id]);
     } finally {
       await connection.close();
