@@ -1,5 +1,5 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import { splitContactData } from './contact-data';
+import { splitContactData, type DataChanges } from './contact-data';
 import { normalizeEmail } from './email-address';
 import { upsertContact, type UpsertInput, type UpsertResult } from './contact.repository';
 import type { ContactData } from './contact.entity';
@@ -128,8 +128,11 @@ export class ContactIntake {
   }
 
   /** The same contract as upsertContact (contact.repository.ts), batched with concurrent calls. */
-  async upsert(input: UpsertInput): Promise<UpsertResult> {
-    const changes = splitContactData(input.data);
+  upsert(input: UpsertInput): Promise<UpsertResult> {
+    return this.enqueue(input, splitContactData(input.data));
+  }
+
+  private async enqueue(input: UpsertInput, changes: DataChanges): Promise<UpsertResult> {
     const item: Item = {
       input,
       email: normalizeEmail(input.email),
@@ -148,15 +151,18 @@ export class ContactIntake {
    */
   async track(projectId: string, call: TrackCall): Promise<TrackResult> {
     const changes = splitContactData(call.data);
-    const result = await this.upsert({
-      projectId,
-      email: call.email,
-      subscribed: call.subscribed,
-      data: call.data,
-      defaultSubscribed: true,
-      source: { via: 'track', event: call.event },
-      track: { name: call.event, data: { ...changes.set, ...changes.transient } },
-    });
+    const result = await this.enqueue(
+      {
+        projectId,
+        email: call.email,
+        subscribed: call.subscribed,
+        data: call.data,
+        defaultSubscribed: true,
+        source: { via: 'track', event: call.event },
+        track: { name: call.event, data: { ...changes.set, ...changes.transient } },
+      },
+      changes, // split once: the same split gives the contact's changes and the event's data
+    );
     const tracked = result.trackedEvent!;
     return { contactId: result.contact.id, eventId: tracked.id, timestamp: tracked.createdAt };
   }
