@@ -1,5 +1,5 @@
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import { TypedSearchAttributes } from '@temporalio/common';
+import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
 import type { Config } from '../domain/config';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
@@ -37,16 +37,20 @@ export class TemporalGateway {
   }
 
   async startEmailDelivery(input: { projectId: string; emailIds: string[] }): Promise<string> {
-    const workflowId = TemporalGateway.emailDeliveryId(input.emailIds[0]!);
+    return this.startOnce('emailDelivery', TemporalGateway.emailDeliveryId(input.emailIds[0]!), [input] satisfies Parameters<typeof emailDelivery>, [
+      { key: SA.ProjectId, value: input.projectId },
+      { key: SA.EmailIds, value: input.emailIds },
+    ]);
+  }
+
+  /** Starts a workflow; one already running under that id counts as started, so a repeated call is not an error. */
+  private async startOnce(workflowType: string, workflowId: string, args: unknown[], attributes: SearchAttributePair[]): Promise<string> {
     try {
-      await this.client.workflow.start<typeof emailDelivery>('emailDelivery', {
+      await this.client.workflow.start(workflowType, {
         taskQueue: this.taskQueue,
         workflowId,
-        args: [input],
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: SA.ProjectId, value: input.projectId },
-          { key: SA.EmailIds, value: input.emailIds },
-        ]),
+        args,
+        typedSearchAttributes: new TypedSearchAttributes(attributes),
       });
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
@@ -60,21 +64,11 @@ export class TemporalGateway {
 
   /** Starts a domain's verification loop; one that is already running counts as started. */
   async startDomainVerification(input: { projectId: string; domainId: string }): Promise<string> {
-    const workflowId = TemporalGateway.domainVerificationId(input.domainId);
-    try {
-      await this.client.workflow.start<typeof domainVerification>('domainVerification', {
-        taskQueue: this.taskQueue,
-        workflowId,
-        args: [{ projectId: input.projectId, domainId: input.domainId }],
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: SA.ProjectId, value: input.projectId },
-          { key: SA.DomainId, value: input.domainId },
-        ]),
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
-    return workflowId;
+    const args = [{ projectId: input.projectId, domainId: input.domainId }] satisfies Parameters<typeof domainVerification>;
+    return this.startOnce('domainVerification', TemporalGateway.domainVerificationId(input.domainId), args, [
+      { key: SA.ProjectId, value: input.projectId },
+      { key: SA.DomainId, value: input.domainId },
+    ]);
   }
 
   /**
@@ -115,29 +109,21 @@ export class TemporalGateway {
 
   /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */
   async startContactImport(input: { projectId: string; jobId: string }): Promise<string> {
-    return this.startJob<typeof contactImport>('contactImport', TemporalGateway.contactImportId(input.jobId), input);
+    const args = [{ projectId: input.projectId, jobId: input.jobId }] satisfies Parameters<typeof contactImport>;
+    return this.startOnce('contactImport', TemporalGateway.contactImportId(input.jobId), args, this.jobAttributes(input));
   }
 
   /** Starts a stored bulk job's workflow (`contact-bulk/<jobId>`); already started counts as success. */
   async startContactBulk(input: { projectId: string; jobId: string }): Promise<string> {
-    return this.startJob<typeof contactBulk>('contactBulk', TemporalGateway.contactBulkId(input.jobId), input);
+    const args = [{ projectId: input.projectId, jobId: input.jobId }] satisfies Parameters<typeof contactBulk>;
+    return this.startOnce('contactBulk', TemporalGateway.contactBulkId(input.jobId), args, this.jobAttributes(input));
   }
 
-  private async startJob<W extends typeof contactImport | typeof contactBulk>(type: string, workflowId: string, input: { projectId: string; jobId: string }): Promise<string> {
-    try {
-      await this.client.workflow.start<W>(type, {
-        taskQueue: this.taskQueue,
-        workflowId,
-        args: [{ projectId: input.projectId, jobId: input.jobId }] as Parameters<W>,
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: SA.ProjectId, value: input.projectId },
-          { key: SA.JobId, value: input.jobId },
-        ]),
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
-    return workflowId;
+  private jobAttributes(input: { projectId: string; jobId: string }): SearchAttributePair[] {
+    return [
+      { key: SA.ProjectId, value: input.projectId },
+      { key: SA.JobId, value: input.jobId },
+    ];
   }
 
   static readonly EMAIL_SWEEPER_SCHEDULE = 'email-sweeper';
