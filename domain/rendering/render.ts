@@ -32,3 +32,13 @@ export function renderTemplate(source: string, variables: Record<string, unknown
   if (!source.includes('{{') && !source.includes('{%')) return source;
   return engine.parseAndRenderSync(source, variables);
 }
+
+/** Null when `source` parses as a Liquid template, else the parser's message (for a 422 on create). */
+export function checkTemplateSyntax(source: string): string | null {
+  try {
+    engine.parse(source);
+    return null;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
