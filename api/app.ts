@@ -3,6 +3,7 @@ import type { AppState, ApiDeps } from './context';
 import { errorHandler } from './middleware/error-handler';
 import { Routes } from './route';
 import { sendRoutes } from './send/routes';
+import { verifyRoutes } from './verify/routes';
 import { trackRoutes } from './track/routes';
 import { contactRoutes } from './contacts/routes';
 import { contactJobRoutes } from './contacts/import.routes';
@@ -18,7 +19,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
   app.silent = true; // errors are rendered and logged by errorHandler
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, docsRoutes]) register(routes, deps);
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {

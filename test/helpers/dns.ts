@@ -1,5 +1,6 @@
 import { promises as dns } from 'node:dns';
 import { stackEnv } from '../stack-env';
+import type { ZoneRecords } from '../support/dns-server';
 
 async function control(method: string, name: string, body?: unknown): Promise<void> {
   const res = await fetch(`${stackEnv().dnsControlUrl}/zone/${encodeURIComponent(name)}`, {
@@ -12,6 +13,12 @@ async function control(method: string, name: string, body?: unknown): Promise<vo
 
 /** Publishes TXT records at `name` on the test stack's DNS server (replacing what was there). */
 export const setTxt = (name: string, values: string[]) => control('PUT', name, { txt: values });
+
+/**
+ * Publishes records of several types at `name` (replacing what was there): e.g. `{ mx: [{ exchange, priority }], a: [...] }`.
+ * A type left out answers NODATA; `mx: [{ exchange: '.', priority: 0 }]` is a null MX (RFC 7505).
+ */
+export const setRecords = (name: string, records: ZoneRecords) => control('PUT', name, records);
 
 /** Removes `name` from the zone: lookups answer NXDOMAIN. */
 export const removeName = (name: string) => control('DELETE', name);
