@@ -10,6 +10,7 @@ import { contactJobRoutes } from './contacts/import.routes';
 import { eventRoutes } from './events/routes';
 import { domainRoutes } from './domains/routes';
 import { segmentRoutes } from './segments/routes';
+import { templateRoutes } from './templates/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
@@ -19,7 +20,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
   app.silent = true; // errors are rendered and logged by errorHandler
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, docsRoutes]) register(routes, deps);
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {

@@ -8,6 +8,7 @@ import { Domain } from './domains/domain.entity';
 import { ContactCount, ContactCountDelta } from './contacts/contact-count.entity';
 import { Segment, SegmentMembership } from './segments/segment.entity';
 import { Job, ContactImportFile, JobChunk } from './jobs/job.entity';
+import { Template } from './templates/template.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk];
+export const entities = [User, Project, Membership, Contact, Event, Email, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template];
