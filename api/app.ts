@@ -3,6 +3,7 @@ import type { AppState, ApiDeps } from './context';
 import { errorHandler } from './middleware/error-handler';
 import { Routes } from './route';
 import { sendRoutes } from './send/routes';
+import { emailRoutes } from './emails/routes';
 import { verifyRoutes } from './verify/routes';
 import { trackRoutes } from './track/routes';
 import { contactRoutes } from './contacts/routes';
@@ -14,13 +15,15 @@ import { templateRoutes } from './templates/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
+import { publicRoutes } from './public/routes';
 
 /** Builds the Koa application: request id + error envelope, a forked EntityManager per request, then the routes. */
 export function createApp(deps: ApiDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
   app.silent = true; // errors are rendered and logged by errorHandler
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, docsRoutes]) register(routes, deps);
+  publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {

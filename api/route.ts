@@ -41,7 +41,18 @@ export interface RouteDef<B, Q, P> {
    * (formidable `File`s, deleted after the handler) together. Above `maxFileSize` bytes: 413 PAYLOAD_TOO_LARGE.
    */
   multipart?: { maxFileSize: number };
-  responses: Record<number, { description: string; schema?: ZodType }>;
+  /**
+   * Opt-in form body instead of JSON: application/x-www-form-urlencoded, or the text fields of multipart/form-data
+   * (browser forms, RFC 8058 one-click posts). The body is optional: none, or another content type, parses as `{}`.
+   */
+  form?: boolean;
+  /**
+   * Opt-in raw body: the request's bytes as one UTF-8 string, whatever the content type (Amazon SNS posts JSON as
+   * text/plain), for handlers that parse it themselves. The body schema sees the string. Above `maxBytes`: 413.
+   */
+  rawBody?: { maxBytes: number };
+  /** `contentType` documents a non-JSON response (the handler sets ctx.type itself). */
+  responses: Record<number, { description: string; schema?: ZodType; contentType?: string }>;
   handler: (input: HandlerInput<B, Q, P>) => Promise<HandlerResult>;
 }
 
@@ -81,6 +92,8 @@ export class Routes {
     if (def.auth === 'secret' || def.auth === 'public') middleware.push(requireApiKey(this.deps, def.auth === 'public'));
     if (def.auth === 'session') middleware.push(requireSession(this.deps));
     if (def.body && def.multipart) middleware.push(multipartBody(def.multipart.maxFileSize));
+    else if (def.body && def.form) middleware.push(formBody());
+    else if (def.body && def.rawBody) middleware.push(rawTextBody(def.rawBody.maxBytes));
     else if (def.body) {
       middleware.push(
         koaBody({
@@ -114,7 +127,8 @@ export class Routes {
   private register<B, Q, P>(def: RouteDef<B, Q, P>): void {
     const responses: RouteConfig['responses'] = {};
     for (const [status, r] of Object.entries(def.responses)) {
-      responses[status] = r.schema ? { description: r.description, content: { 'application/json': { schema: r.schema } } } : { description: r.description };
+      const type = r.contentType ?? 'application/json';
+      responses[status] = r.schema ? { description: r.description, content: { [type]: { schema: r.schema } } } : { description: r.description };
     }
     this.registry.registerPath({
       method: def.method,
@@ -124,7 +138,10 @@ export class Routes {
       tags: def.tags,
       security: SECURITY[def.auth],
       request: {
-        ...(def.body ? { body: { content: { [def.multipart ? 'multipart/form-data' : 'application/json']: { schema: def.body } }, required: true } } : {}),
+        ...(def.body && def.form
+          ? { body: { content: { 'application/x-www-form-urlencoded': { schema: def.body }, 'multipart/form-data': { schema: def.body } }, required: false } }
+          : {}),
+        ...(def.body && !def.form ? { body: { content: { [def.multipart ? 'multipart/form-data' : def.rawBody ? 'text/plain' : 'application/json']: { schema: def.body } }, required: true } } : {}),
         ...(def.query ? { query: def.query as unknown as z.ZodObject } : {}),
         ...(def.params ? { params: def.params as unknown as z.ZodObject } : {}),
       },
@@ -148,6 +165,46 @@ function multipartBody(maxFileSize: number): Koa.Middleware<AppState> {
       throw new AppError(400, 'BAD_REQUEST', `Malformed multipart body: ${err.message}`, { suggestion: 'Send multipart/form-data with the file in the `file` field.' });
     },
   }) as unknown as Koa.Middleware<AppState>;
+}
+
+/** Small form bodies: urlencoded, or the text fields of multipart (file parts are dropped unread, never written). */
+function formBody(): Koa.Middleware<AppState> {
+  return koaBody({
+    json: false,
+    urlencoded: true,
+    text: false,
+    multipart: true,
+    formLimit: '16kb',
+    formidable: {
+      maxFields: 20,
+      maxFieldsSize: 16 * 1024,
+      // formidable tells fields from files by the part's content type; a file part is simply not handed on.
+      onPart: (part, handlePart) => {
+        if (!part.mimetype) handlePart(part);
+      },
+    },
+    onError: (err: Error & { status?: number; httpCode?: number }) => {
+      if (err.status === 413 || err.httpCode === 413) throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'The form body is too large');
+      throw new AppError(400, 'BAD_REQUEST', `Malformed form body: ${err.message}`);
+    },
+  }) as unknown as Koa.Middleware<AppState>;
+}
+
+/** The body as a UTF-8 string, read up to `maxBytes` (a larger declared or actual length: 413). */
+function rawTextBody(maxBytes: number): Koa.Middleware<AppState> {
+  const tooLarge = () => new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${maxBytes} bytes`);
+  return async (ctx, next) => {
+    if (Number(ctx.get('content-length') || 0) > maxBytes) throw tooLarge();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) throw tooLarge();
+      chunks.push(chunk);
+    }
+    ctx.request.body = Buffer.concat(chunks).toString('utf8');
+    await next();
+  };
 }
 
 function parse<T>(schema: ZodType<T> | undefined, value: unknown, prefix: string[]): T {

@@ -1,6 +1,7 @@
 // `npm run bench:send`: /v1/send accept rate (one recipient per call) and delivery rate to an SMTP server, on the
 // real stack (embedded Postgres, Temporal dev server, API and worker processes). Loopback only; stops by itself.
-// Options (env): DURATION seconds (20), CONNECTIONS (64), TEMPLATED=1 to send a Liquid template with data.
+// Options (env): DURATION seconds (20), CONNECTIONS (64), TEMPLATED=1 to send a stored template with data (Liquid
+// with defaults and a loop, two tracked links, the open pixel, unsubscribe links, a plain-text part).
 import autocannon from 'autocannon';
 import { startSmtpSink } from './smtp-sink';
 import { startBenchStack, benchProject } from './stack';
@@ -20,20 +21,38 @@ async function main() {
   });
   try {
     const { secretKey } = await benchProject(stack.apiUrl, stack.db, DOMAIN);
+    const headers = { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' };
+    let templateId: string | undefined;
+    if (TEMPLATED) {
+      const res = await fetch(`${stack.apiUrl}/templates`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          name: 'Order receipt',
+          type: 'TRANSACTIONAL',
+          from: `news@${DOMAIN}`,
+          fromName: 'Bench',
+          subject: 'Hello {{ first_name ?? there }}, your {{ plan }} plan',
+          body:
+            '<html><body><h1>Hi {{ first_name ?? "friend" }}</h1>{% for item in items %}<p>{{ item.name }}: {{ item.price }}</p>{% endfor %}' +
+            '<p><a href="https://example.com/orders/{{ order }}">Your order</a> · <a href="https://example.com/help">Help</a></p>' +
+            '<p>Sent to {{ email }}. <a href="{{ manageUrl }}">Preferences</a></p></body></html>',
+        }),
+      });
+      if (res.status !== 201) throw new Error(`template: ${res.status} ${await res.text()}`);
+      templateId = ((await res.json()) as { id: string }).id;
+    }
     let n = 0;
     const body = () =>
       JSON.stringify(
         TEMPLATED
           ? {
               to: { name: 'Reader', email: `reader-${n++}@example.com` },
-              from: { name: 'Bench', email: `news@${DOMAIN}` },
-              subject: 'Hello {{ first_name | default: "there" }}, your {{ plan }} plan',
-              body: '<h1>Hi {{ first_name }}</h1>{% for item in items %}<p>{{ item.name }}: {{ item.price }}</p>{% endfor %}<p>{{ email }}</p>',
-              data: { first_name: 'Ada', plan: 'pro', items: [{ name: 'A', price: 1 }, { name: 'B', price: 2 }] },
+              template: templateId,
+              data: { first_name: 'Ada', plan: 'pro', order: { value: `A-${n}`, persistent: false }, items: [{ name: 'A', price: 1 }, { name: 'B', price: 2 }] },
             }
           : { to: `reader-${n++}@example.com`, from: `news@${DOMAIN}`, subject: 'Benchmark', body: '<p>Hello from the benchmark</p>' },
       );
-    const headers = { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' };
     // Warm-up: JIT, connection pools, the worker's workflow cache.
     await autocannon({ url: `${stack.apiUrl}/v1/send`, method: 'POST', connections: 8, duration: 3, headers, requests: [{ setupRequest: (r) => ({ ...r, body: body() }) }] });
     const sentBefore = sink.state.received;

@@ -46,6 +46,19 @@ const dnsServers = z.string().transform((v, ctx) => {
   return servers;
 });
 
+/** `10mb`, `512kb`, `1048576` -> bytes (binary units). */
+const byteSize = z.string().transform((v, ctx) => {
+  const m = /^\s*(\d+)\s*(b|kb|mb|gb)?\s*$/i.exec(v);
+  if (!m) {
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not a size (use e.g. 10mb, 512kb or a number of bytes)` });
+    return z.NEVER;
+  }
+  return Number(m[1]) * { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(m[2] ?? 'b').toLowerCase() as 'b'];
+});
+
+/** SNS signing certificates and subscription URLs: https on the SNS host of an AWS region (China: `.com.cn`). */
+const DEFAULT_SNS_URL_PATTERN = '^https://sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/';
+
 /** A host name for SPF's include: mechanism. */
 const spfInclude = z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/i, 'must be a host name');
 
@@ -68,13 +81,29 @@ const schema = z
     COOKIE_SECURE: bool.optional(),
     MAX_JSON_BODY: z.string().default('1mb'),
     MAX_SEND_BODY: z.string().default('60mb'),
+    MAX_ATTACHMENTS_SIZE: byteSize.default(10 * 1024 * 1024),
+    MAX_MESSAGE_SIZE: byteSize.default(40 * 1024 * 1024),
     APP_SECRET: z.string().min(32).optional(),
+    UNSUBSCRIBE_MAILTO: z.union([z.literal('off'), z.email()]).optional(),
     DNS_SERVERS: dnsServers.optional(),
     DNS_TIMEOUT: duration(100).default(5_000),
     SPF_INCLUDE: spfInclude.default('spf.mailwright.local'),
     DOMAIN_CHECK_INTERVAL: duration(1_000).default(5 * 60_000),
     DOMAIN_RECHECK_INTERVAL: duration(1_000).default(6 * 3_600_000),
     DOMAIN_DEMOTE_AFTER: duration(0).default(72 * 3_600_000),
+    SNS_TOPIC_ARNS: z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)).default([]),
+    SNS_CERT_URL_PATTERN: z
+      .string()
+      .transform((v, ctx) => {
+        try {
+          return new RegExp(v);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: `not a regular expression: ${(err as Error).message}` });
+          return z.NEVER;
+        }
+      })
+      .default(new RegExp(DEFAULT_SNS_URL_PATTERN)),
+    SNS_HTTP_TIMEOUT: duration(100).default(5_000),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -101,9 +130,18 @@ function buildConfig(env: z.infer<typeof schema>) {
     jwtSecret: env.JWT_SECRET ?? DEV_SECRET,
     signupEnabled: env.SIGNUP_ENABLED,
     cookieSecure: env.COOKIE_SECURE ?? publicUrl.startsWith('https://'),
-    limits: { jsonBody: env.MAX_JSON_BODY, sendBody: env.MAX_SEND_BODY },
+    limits: {
+      jsonBody: env.MAX_JSON_BODY,
+      sendBody: env.MAX_SEND_BODY,
+      /** Decoded bytes of one email's attachments together. */
+      attachmentsBytes: env.MAX_ATTACHMENTS_SIZE,
+      /** The whole MIME message as sent (attachments base64-encoded). */
+      messageBytes: env.MAX_MESSAGE_SIZE,
+    },
     // Encrypts secrets at rest (DKIM private keys). Same rule as JWT_SECRET: fixed in development, required in production.
     appSecret: env.APP_SECRET ?? DEV_APP_SECRET,
+    /** The mailto: of List-Unsubscribe: unset = unsubscribe@<sender domain>, an address, or `off` (https one-click only). */
+    unsubscribeMailto: env.UNSUBSCRIBE_MAILTO,
     domains: {
       /** Empty: the system resolver. */
       dnsServers: env.DNS_SERVERS ?? [],
@@ -115,6 +153,15 @@ function buildConfig(env: z.infer<typeof schema>) {
       recheckIntervalMs: env.DOMAIN_RECHECK_INTERVAL,
       /** How long a required record of a VERIFIED domain may be missing before the domain goes back to PENDING. */
       demoteAfterMs: env.DOMAIN_DEMOTE_AFTER,
+    },
+    /** Amazon SES delivery reports through SNS (`POST /webhooks/sns`). */
+    sns: {
+      /** Accepted TopicArns; empty = any. */
+      topicArns: env.SNS_TOPIC_ARNS,
+      /** What SigningCertURL and SubscribeURL must match. */
+      urlPattern: env.SNS_CERT_URL_PATTERN,
+      /** Bound on fetching a signing certificate or confirming a subscription. */
+      httpTimeoutMs: env.SNS_HTTP_TIMEOUT,
     },
   };
 }

@@ -3,12 +3,13 @@ import { Project } from './projects/project.entity';
 import { Membership } from './projects/membership.entity';
 import { Contact } from './contacts/contact.entity';
 import { Event } from './events/event.entity';
-import { Email } from './emails/email.entity';
+import { Email, EmailAttachment, IdempotencyKey } from './emails/email.entity';
 import { Domain } from './domains/domain.entity';
 import { ContactCount, ContactCountDelta } from './contacts/contact-count.entity';
 import { Segment, SegmentMembership } from './segments/segment.entity';
 import { Job, ContactImportFile, JobChunk } from './jobs/job.entity';
 import { Template } from './templates/template.entity';
+import { ProcessedSnsMessage } from './webhooks/processed-sns-message.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template];
+export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage];

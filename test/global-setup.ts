@@ -51,6 +51,8 @@ export default async function globalSetup(): Promise<void> {
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
     PORT: String(apiPort),
+    // Links in mail (tracking, unsubscribe) point at the API; tests follow them.
+    PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
     TEMPORAL_TASK_QUEUE: 'mailwright',
     // Sender domains: the loopback DNS server, and short checks so verification tests take seconds.
     DNS_SERVERS: dns.server,

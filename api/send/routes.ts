@@ -1,8 +1,10 @@
 import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
-import { SendBody, SendResponse } from './schema';
+import { IDEMPOTENCY_KEY, MAX_RECIPIENTS, SendBody, SendResponse } from './schema';
 import { errorResponses } from '../common.schema';
 import { acceptSend } from '../../domain/emails/send.service';
+import { withIdempotency } from '../../domain/idempotency/idempotency';
+import { badRequest } from '../../domain/errors';
 import type { Address } from '../../domain/emails/email.entity';
 
 function toAddress(v: string | { name?: string; email: string }): Address {
@@ -13,39 +15,71 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
     method: 'post',
     path: '/v1/send',
-    summary: 'Send a transactional email',
-    description:
-      'Each recipient is upserted as a contact (new contacts are unsubscribed unless `subscribed` says otherwise) and gets ' +
-      `its own rendered email. The call returns once the emails are stored and their delivery workflow has started. At most 50 recipients per call.`,
+    summary: 'Send an email',
+    description: [
+      'Each recipient is processed in sequence: it is upserted as a contact (new contacts are unsubscribed unless `subscribed` says otherwise) ',
+      `and gets its own rendered email. At most ${MAX_RECIPIENTS} recipients per call.`,
+      '\n\n`template` uses a template\'s subject, body, sender and reply-to; explicit `subject`, `body`, `from` and `reply` override them. ',
+      'The email is MARKETING when its template is, otherwise TRANSACTIONAL: transactional mail reaches unsubscribed contacts, marketing mail ',
+      'is never sent to them (checked when it is sent; such an email ends CANCELLED) and carries `List-Unsubscribe` (https and mailto) and ',
+      '`List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058).',
+      '\n\nRendering: Liquid over the contact\'s data, the call\'s `data` (`{ value, persistent: false }` values are used for this call only) ',
+      'and `id`, `email`, `unsubscribeUrl`, `subscribeUrl`, `manageUrl`, `mailwright_id`, `mailwright_email`. `{{ name ?? Default }}` gives a ',
+      'default; unknown variables render empty. A body starting with `<mjml>` is compiled to responsive HTML; every email also gets a plain-text part.',
+      '\n\nTracking: links are rewritten to signed redirects and an open pixel is added, per the project settings; `tracking` overrides them.',
+      '\n\nAttachments: at most 10, 10 MB decoded in total (MAX_ATTACHMENTS_SIZE), whole message at most 40 MB (MAX_MESSAGE_SIZE); ',
+      'an inline attachment with `contentId` is referenced as `cid:<contentId>`.',
+      '\n\n`Idempotency-Key` header (optional, at most 255 printable characters): a retry with the same key and body within 24 hours returns ',
+      'the first response (with `Idempotent-Replayed: true`) and sends nothing; the same key with a different body is 409 `IDEMPOTENCY_KEY_MISMATCH`, ',
+      'and while the first request is in flight 409 `IDEMPOTENCY_KEY_IN_USE`.',
+      '\n\nThe call returns once the emails are stored and their delivery workflow has started.',
+    ].join(''),
     tags: ['Public API'],
     auth: 'secret',
     body: SendBody,
     bodyLimit: deps.config.limits.sendBody,
-    responses: { 200: { description: 'Accepted for delivery', schema: SendResponse }, ...errorResponses(400, 401, 403, 413, 422, 503) },
+    responses: { 200: { description: 'Accepted for delivery', schema: SendResponse }, ...errorResponses(400, 401, 403, 404, 409, 413, 422, 503) },
     handler: async ({ ctx, body }) => {
-      const recipients = (Array.isArray(body.to) ? body.to : [body.to]).map(toAddress);
-      const from = toAddress(body.from);
-      if (!from.name && body.name) from.name = body.name;
-      const accepted = await acceptSend(ctx.state.em, { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains }, {
-        projectId: ctx.state.principal!.projectId,
-        to: recipients,
-        from,
-        replyTo: body.reply,
-        subject: body.subject,
-        html: body.body,
-        subscribed: body.subscribed,
-        data: body.data,
-        headers: body.headers,
-      });
-      return {
-        body: {
-          success: true,
-          data: {
-            emails: accepted.map((a) => ({ contact: { id: a.contactId, email: a.contactEmail }, email: a.emailId })),
-            timestamp: new Date().toISOString(),
+      const principal = ctx.state.principal!;
+      const key = ctx.get('idempotency-key') || undefined;
+      if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+        throw badRequest('Invalid Idempotency-Key header', 'Use at most 255 printable ASCII characters, e.g. a UUID.');
+      }
+      const result = await withIdempotency(ctx.state.em, { projectId: principal.projectId, key, body }, async () => {
+        const from = body.from === undefined ? undefined : toAddress(body.from);
+        if (from && !from.name && body.name) from.name = body.name;
+        const accepted = await acceptSend(
+          ctx.state.em,
+          { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains, limits: deps.config.limits },
+          {
+            projectId: principal.projectId,
+            settings: principal.settings,
+            to: (Array.isArray(body.to) ? body.to : [body.to]).map(toAddress),
+            templateId: body.template,
+            from,
+            replyTo: body.reply,
+            subject: body.subject,
+            body: body.body,
+            subscribed: body.subscribed,
+            data: body.data,
+            headers: body.headers,
+            attachments: body.attachments,
+            tracking: body.tracking,
           },
-        },
-      };
+        );
+        return {
+          status: 200,
+          body: {
+            success: true as const,
+            data: {
+              emails: accepted.map((a) => ({ contact: { id: a.contactId, email: a.contactEmail }, email: a.emailId })),
+              timestamp: new Date().toISOString(),
+            },
+          },
+        };
+      });
+      if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
+      return { status: result.status, body: result.body };
     },
   });
 }

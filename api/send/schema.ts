@@ -2,15 +2,21 @@ import { z } from 'zod';
 import { emailString } from '../validation';
 
 export const MAX_RECIPIENTS = 50;
+export const MAX_ATTACHMENTS = 10;
 
 const AddressObject = z.object({ name: z.string().max(200).optional(), email: emailString });
 const Recipient = z.union([emailString, AddressObject]);
 
 /** RFC 5322 field names: printable ASCII except ":"; values must not break out of the header. */
 const HEADER_NAME = /^[!-9;-~]+$/;
+/**
+ * Headers the service writes itself: addressing, MIME structure, authentication, tracing, and the unsubscribe
+ * headers of marketing mail (RFC 8058 requires them to be the service's own signed links).
+ */
 const STRUCTURAL_HEADERS = new Set([
   'from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'reply-to', 'sender', 'return-path',
-  'mime-version', 'content-type', 'content-transfer-encoding', 'dkim-signature', 'received',
+  'mime-version', 'content-type', 'content-transfer-encoding', 'content-disposition', 'content-id', 'dkim-signature',
+  'received', 'list-unsubscribe', 'list-unsubscribe-post', 'in-reply-to', 'references',
 ]);
 
 export const Headers = z
@@ -26,19 +32,67 @@ export const Headers = z
         ctx.addIssue({ code: 'custom', path: [name], message: 'Header values cannot contain CR or LF', params: { code: 'header_injection' } });
       }
     }
-  });
+  })
+  .meta({ description: 'Custom headers. Names: printable ASCII without ":"; values: at most 998 characters, no CR or LF. Structural headers (From, To, Subject, Message-ID, Content-*, List-Unsubscribe, ...) cannot be set.' });
+
+/**
+ * Strict base64 (RFC 4648 § 4; whitespace is removed first, as MIME bodies wrap lines): a character-class scan plus a
+ * length check, because a grouped pattern recurses per 4 characters and overflows the stack on megabytes.
+ */
+const isBase64 = (s: string) => s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s);
+/** A file name, not a path: no separators, no control characters. */
+const FILENAME = /^[^/\\\p{Cc}]+$/u;
+
+export const Attachment = z
+  .object({
+    filename: z.string().min(1).max(255).regex(FILENAME, 'A file name without "/", "\\" or control characters'),
+    content: z
+      .string()
+      .min(1, 'An attachment needs content')
+      .transform((s) => s.replace(/\s+/g, ''))
+      .refine(isBase64, { message: 'Content must be base64-encoded', params: { code: 'invalid_base64' } }),
+    contentType: z.string().max(255).regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+$/, 'A MIME type such as application/pdf').optional(),
+    disposition: z.enum(['attachment', 'inline']).optional(),
+    contentId: z.string().min(1).max(255).regex(/^[^<>\s\p{Cc}]+$/u, 'A content id without "<", ">", spaces or control characters (reference it as cid:<contentId>)').optional(),
+  })
+  .superRefine((a, ctx) => {
+    if (a.disposition === 'inline' && !a.contentId) {
+      ctx.addIssue({ code: 'custom', path: ['contentId'], message: 'An inline attachment needs a contentId (referenced in the body as cid:<contentId>)', params: { code: 'required' } });
+    }
+  })
+  .meta({ id: 'Attachment', description: 'A file: base64 `content`; `disposition: inline` with a `contentId` embeds it (e.g. `<img src="cid:logo">`).' });
+
+const subject = z
+  .string()
+  .min(1)
+  .max(998)
+  .refine((s) => !/[\r\n]/.test(s), { message: 'Subject cannot contain newlines', params: { code: 'invalid_subject' } });
 
 export const SendBody = z
   .object({
     to: z.union([Recipient, z.array(Recipient).min(1).max(MAX_RECIPIENTS)]),
-    subject: z.string().min(1).max(998).refine((s) => !/[\r\n]/.test(s), { message: 'Subject cannot contain newlines', params: { code: 'invalid_subject' } }),
-    body: z.string().min(1),
-    from: z.union([emailString, AddressObject]),
-    name: z.string().max(200).optional().meta({ deprecated: true, description: 'Deprecated: use `from` as an object.' }),
+    template: z.uuid({ error: 'Must be a template id' }).optional().meta({ description: "A template's id: its subject, body, sender and reply-to are used unless given here." }),
+    subject: subject.optional().meta({ description: 'Required without a template; overrides the template\'s.' }),
+    body: z.string().min(1).optional().meta({ description: 'HTML or MJML (a body starting with <mjml> is compiled). Required without a template; overrides the template\'s.' }),
+    from: z.union([emailString, AddressObject]).optional().meta({ description: "Required unless the template has a sender; the domain must be verified." }),
+    name: z.string().max(200).optional().meta({ deprecated: true, description: 'Deprecated: use `from` as an object. Used only when `from` is a string with no name.' }),
     reply: emailString.optional(),
     subscribed: z.boolean().optional(),
     data: z.record(z.string(), z.unknown()).optional(),
     headers: Headers.optional(),
+    attachments: z.array(Attachment).max(MAX_ATTACHMENTS, `At most ${MAX_ATTACHMENTS} attachments`).optional(),
+    tracking: z
+      .object({ opens: z.boolean().optional(), clicks: z.boolean().optional() })
+      .strict()
+      .optional()
+      .meta({ description: "Overrides the project's open and click tracking settings for this send." }),
+  })
+  .superRefine((b, ctx) => {
+    if (!b.template) {
+      if (b.subject === undefined) ctx.addIssue({ code: 'custom', path: ['subject'], message: 'Required when no template is given', params: { code: 'required' } });
+      if (b.body === undefined) ctx.addIssue({ code: 'custom', path: ['body'], message: 'Required when no template is given', params: { code: 'required' } });
+      if (b.from === undefined) ctx.addIssue({ code: 'custom', path: ['from'], message: 'Required when no template is given', params: { code: 'required' } });
+    }
   })
   .meta({ id: 'SendRequest' });
 export type SendBody = z.infer<typeof SendBody>;
@@ -52,3 +106,6 @@ export const SendResponse = z
     }),
   })
   .meta({ id: 'SendResponse' });
+
+/** `Idempotency-Key`: printable ASCII, at most 255 characters. */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;

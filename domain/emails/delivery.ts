@@ -6,18 +6,24 @@ import { emailDomain } from '../contacts/email-address';
 import { config } from '../config';
 import { logger } from '../logger';
 import { SecretBox, dkimKeyContext } from '../domains/secret-box';
+import { loadAttachments } from './attachments';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
 export type DeliveryOutcome =
   | { emailId: string; status: 'SENT'; messageId: string; response: string }
   | { emailId: string; status: 'REJECTED'; response: string }
   | { emailId: string; status: 'RETRY'; error: string }
-  | { emailId: string; status: 'SKIPPED'; reason: string };
+  | { emailId: string; status: 'SKIPPED'; reason: string }
+  | { emailId: string; status: 'CANCELLED'; reason: string };
 
 interface EmailRow {
   id: string;
   projectId: string;
   contactId: string | null;
+  kind: 'TRANSACTIONAL' | 'MARKETING';
+  /** The contact's subscription now (null: the contact was deleted). */
+  subscribed: boolean | null;
+  attachmentIds: string[];
   toEmail: string;
   toName: string | null;
   fromEmail: string;
@@ -91,21 +97,28 @@ export async function deliverBatch(
     `with claimed as (
        update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce(?, workflow_id), updated_at = now()
        where id in (${input.emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
-       returning id, project_id as "projectId", contact_id as "contactId", to_email as "toEmail", to_name as "toName",
-         from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject, html, text, headers
+       returning id, project_id as "projectId", contact_id as "contactId", kind, attachment_ids as "attachmentIds", to_email as "toEmail",
+         to_name as "toName", from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject, html, text, headers
      )
-     select c.*, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
+     select c.*, ct.subscribed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
      from claimed c
+     left join contacts ct on ct.id = c."contactId"
      left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
        and d.name = rtrim(lower(substring(c."fromEmail" from '@([^@]*)$')), '.')`,
     [input.workflowId ?? null, ...input.emailIds],
   );
   const box = () => opts.secretBox ?? (defaultSecretBox ??= new SecretBox(config().appSecret));
   const byId = new Map(claimed.map((r) => [r.id, r]));
+  // Marketing mail is checked against the subscription at the moment it would be sent, not when it was accepted.
+  const sendable = claimed.filter((r) => r.kind !== 'MARKETING' || r.subscribed === true);
+  const attachments = await loadAttachments(em, sendable.flatMap((r) => r.attachmentIds));
   const outcomes = await Promise.all(
     input.emailIds.map(async (emailId): Promise<DeliveryOutcome> => {
       const row = byId.get(emailId);
       if (!row) return { emailId, status: 'SKIPPED', reason: 'not QUEUED or SENDING (already final, or deleted)' };
+      if (row.kind === 'MARKETING' && row.subscribed !== true) {
+        return { emailId, status: 'CANCELLED', reason: row.subscribed === false ? 'The contact is unsubscribed; marketing mail is never sent to unsubscribed contacts' : 'The contact was deleted' };
+      }
       const messageId = messageIdFor(row.id, row.fromEmail);
       let dkim: ReturnType<typeof dkimFor>;
       try {
@@ -126,6 +139,10 @@ export async function deliverBatch(
           html: row.html,
           text: row.text ?? undefined,
           headers: row.headers,
+          attachments: row.attachmentIds.flatMap((id) => {
+            const a = attachments.get(id);
+            return a ? [{ filename: a.filename, content: a.content, contentType: a.contentType ?? undefined, contentDisposition: a.disposition, cid: a.contentId ?? undefined }] : [];
+          }),
         });
         return { emailId, status: 'SENT', messageId, response: String(info.response ?? '') };
       } catch (err) {
@@ -148,6 +165,7 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
   const sent = outcomes.filter((o) => o.status === 'SENT');
   const rejected = outcomes.filter((o) => o.status === 'REJECTED');
   const retry = outcomes.filter((o) => o.status === 'RETRY');
+  const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
   const recorded: RecordedEvent[] = [];
   const withEvents = async (sql: string, params: unknown[]) => {
     const rows = await em.execute<{ id: string; projectId: string; contactId: string; emailId: string; name: string; data: Record<string, unknown>; createdAt: Date }[]>(sql, params);
@@ -181,6 +199,12 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
        from upd where contact_id is not null
        returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`,
       [...rejected.flatMap((o) => [o.emailId, o.response, uuidv7()]), attempt],
+    );
+  }
+  if (cancelled.length) {
+    await em.execute(
+      `update emails e set status = 'CANCELLED', error = v.reason, updated_at = now() from (values ${values(cancelled.length, 2)}) as v(id, reason) where e.id = v.id::uuid`,
+      cancelled.flatMap((o) => [o.emailId, o.reason]),
     );
   }
   if (retry.length) {

@@ -8,6 +8,7 @@ export interface NewEmail {
   projectId: string;
   contactId: string;
   kind: 'TRANSACTIONAL' | 'MARKETING';
+  templateId: string | null;
   toEmail: string;
   toName: string | null;
   fromEmail: string;
@@ -15,7 +16,10 @@ export interface NewEmail {
   replyTo: string | null;
   subject: string;
   html: string;
+  text: string;
   headers: Record<string, string>;
+  /** Stored attachments (email_attachments ids), in order. */
+  attachmentIds: string[];
 }
 
 export type StartDelivery = (batch: { projectId: string; emailIds: string[] }) => Promise<unknown>;
@@ -49,9 +53,12 @@ export class EmailIntake {
     // dies before the start below (a second start of a running id is refused: never two deliveries of one email).
     const workflowId = this.delivery.workflowIdFor(emails[0]!.id);
     await em.execute(
-      `insert into emails (id, project_id, contact_id, kind, to_email, to_name, from_email, from_name, reply_to, subject, html, headers, workflow_id)
-       values ${emails.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-      emails.flatMap((e) => [e.id, e.projectId, e.contactId, e.kind, e.toEmail, e.toName, e.fromEmail, e.fromName, e.replyTo, e.subject, e.html, JSON.stringify(e.headers), workflowId]),
+      `insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids, workflow_id)
+       values ${emails.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::uuid[], ?)').join(', ')}`,
+      emails.flatMap((e) => [
+        e.id, e.projectId, e.contactId, e.kind, e.templateId, e.toEmail, e.toName, e.fromEmail, e.fromName, e.replyTo, e.subject, e.html, e.text,
+        JSON.stringify(e.headers), `{${e.attachmentIds.join(',')}}`, workflowId,
+      ]),
     );
     const emailIds = emails.map((e) => e.id);
     try {

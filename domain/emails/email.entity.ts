@@ -39,8 +39,54 @@ export const Email = defineEntity({
     error: p.text().nullable(),
     attempts: p.integer().default(0),
     sentAt: p.datetime().nullable(),
+    /** The relay reported delivery (a DSN or provider webhook); SMTP acceptance alone is SENT. */
+    deliveredAt: p.datetime().nullable(),
+    /** The template it was rendered from; no foreign key, so deleting a template keeps its sent mail's history. */
+    templateId: p.uuid().nullable(),
+    firstOpenedAt: p.datetime().nullable(),
+    firstClickedAt: p.datetime().nullable(),
+    openCount: p.integer().default(0),
+    clickCount: p.integer().default(0),
+    attachmentIds: p.array<string>().columnType('uuid[]').default('{}'),
     createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
     updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
   },
 });
 export type Email = InferEntity<typeof Email>;
+
+/**
+ * An attachment's bytes (never in a Temporal payload), loaded when an email carrying it is sent. One /v1/send call
+ * stores each attachment once, however many recipients it has; the emails list the ids (`attachmentIds`) in order.
+ */
+export const EmailAttachment = defineEntity({
+  name: 'EmailAttachment',
+  tableName: 'email_attachments',
+  properties: {
+    id: p.uuid().primary().onCreate(() => uuidv7()),
+    project: () => p.manyToOne(Project).deleteRule('cascade').index(),
+    filename: p.string(),
+    contentType: p.string(),
+    disposition: p.string().length(16).default('attachment'),
+    contentId: p.string().nullable(),
+    size: p.integer(),
+    content: p.blob(),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+  },
+});
+export type EmailAttachment = InferEntity<typeof EmailAttachment>;
+
+/** The first response to an `Idempotency-Key` of a project, replayed for 24 hours to a retry with the same body. */
+export const IdempotencyKey = defineEntity({
+  name: 'IdempotencyKey',
+  tableName: 'idempotency_keys',
+  indexes: [{ properties: ['createdAt'] }],
+  properties: {
+    project: () => p.manyToOne(Project).primary().deleteRule('cascade'),
+    key: p.string().primary(),
+    requestHash: p.string().length(64),
+    statusCode: p.integer().nullable(),
+    response: p.json<unknown>().nullable(),
+    createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
+  },
+});
+export type IdempotencyKey = InferEntity<typeof IdempotencyKey>;

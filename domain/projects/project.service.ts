@@ -41,12 +41,15 @@ export async function rotateKeys(em: EntityManager, project: Project): Promise<K
 export interface ApiPrincipal {
   projectId: string;
   keyKind: KeyKind;
+  /** The project's settings (tracking defaults), fresh through the same cache invalidation as the key. */
+  settings: ProjectSettings;
 }
 
 interface KeyLookup {
   id: string;
   disabled: boolean;
   disabled_reason: string | null;
+  settings: ProjectSettings;
 }
 
 /** Key lookups cached per process, invalidated by the `project:<id>` change feed (rotation, disabling, deletion). */
@@ -77,7 +80,7 @@ export async function authenticateApiKey(
   const where = kind === 'secret' ? 'secret_key_hash = ?' : 'public_key = ?';
   const value = kind === 'secret' ? hashSecretKey(key) : key;
   const load = async () => {
-    const [found] = await em.execute<KeyLookup[]>(`select id, disabled, disabled_reason from projects where ${where} limit 1`, [value]);
+    const [found] = await em.execute<KeyLookup[]>(`select id, disabled, disabled_reason, settings from projects where ${where} limit 1`, [value]);
     return found && { value: found, projectId: found.id };
   };
   const row = opts.cache ? await opts.cache.get(`${kind}:${value}`, load) : (await load())?.value;
@@ -85,7 +88,7 @@ export async function authenticateApiKey(
   if (row.disabled) {
     throw forbidden('PROJECT_DISABLED', `This project is disabled${row.disabled_reason ? `: ${row.disabled_reason}` : ''}`);
   }
-  return { projectId: row.id, keyKind: kind };
+  return { projectId: row.id, keyKind: kind, settings: { ...DEFAULT_PROJECT_SETTINGS, ...row.settings } };
 }
 
 const ROLE_RANK: Record<Role, number> = { MEMBER: 1, ADMIN: 2, OWNER: 3 };

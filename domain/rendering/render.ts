@@ -1,24 +1,64 @@
-import { Liquid } from 'liquidjs';
+import { createHash } from 'node:crypto';
+import { filters, Liquid, type LiquidOptions, type Template } from 'liquidjs';
+import { compile as compileHtmlToText } from 'html-to-text';
+import mjml2html from 'mjml';
+import { AppError } from '../errors';
+import { expandDefaults } from './defaults-sugar';
+import { LruCache } from './lru';
 
 /**
- * Template rendering shared by /v1/send, campaigns and workflows. Liquid over the contact's variables; unknown
- * variables render empty; file access (include/render/layout) is disabled because templates are user input.
+ * Template rendering shared by /v1/send, campaigns and workflows: Liquid over the contact's variables, MJML bodies
+ * compiled to HTML first, and a plain-text part derived from the HTML.
+ *
+ * - Unknown variables render empty; `{{ x ?? Fallback }}` is sugar for `{{ x | default: "Fallback" }}`.
+ * - include/render/layout cannot read files: templates are user input.
+ * - HTML bodies escape every `{{ }}` output (`& < > " '`), so contact data cannot inject markup; `| raw` as the last
+ *   filter opts out. Subjects and plain text are not escaped (they are not HTML).
+ * - Every failure (syntax, unknown filter, limits, bad MJML) is a TemplateError: 422 VALIDATION_ERROR naming the field.
  */
-const engine = new Liquid({
+
+/** Bytes of one template source (subject or body). */
+export const MAX_TEMPLATE_BYTES = 512 * 1024;
+/** Characters of one rendered body; beyond this a loop or a huge variable went wrong. */
+export const MAX_RENDERED_CHARS = 5 * 1024 * 1024;
+/** Wall-clock budget of one render (liquidjs renderLimit). */
+export const RENDER_LIMIT_MS = 1_000;
+/** Allocation budget of one render (liquidjs memoryLimit: ranges, string building, arrays). */
+export const MEMORY_LIMIT = 64 * 1024 * 1024;
+
+export type TemplateErrorCode = 'invalid_template' | 'template_too_large' | 'template_limit_exceeded' | 'invalid_mjml';
+
+/** A template that cannot be compiled or rendered; the API answers 422 VALIDATION_ERROR with one field error. */
+export class TemplateError extends AppError {
+  constructor(
+    readonly field: string,
+    readonly reason: TemplateErrorCode,
+    detail: string,
+  ) {
+    super(422, 'VALIDATION_ERROR', `The ${field} template cannot be used: ${detail}`, { errors: [{ field, code: reason, message: detail }] });
+    this.name = 'TemplateError';
+  }
+}
+
+const NO_FILES = 'include, render and layout are not available in templates';
+
+const baseOptions: LiquidOptions = {
   strictVariables: false,
   strictFilters: true,
   ownPropertyOnly: true,
-  cache: 500,
-  parseLimit: 1_000_000,
-  renderLimit: 1_000,
-  memoryLimit: 64 * 1024 * 1024,
+  // Parsed templates are cached below (by content hash); liquidjs' own cache only covers file lookups.
+  cache: false,
+  // MJML output is several times its source; the source itself is capped at MAX_TEMPLATE_BYTES.
+  parseLimit: 8 * 1024 * 1024,
+  renderLimit: RENDER_LIMIT_MS,
+  memoryLimit: MEMORY_LIMIT,
   relativeReference: false,
   fs: {
     readFileSync: () => {
-      throw new Error('include, render and layout are not available in templates');
+      throw new Error(NO_FILES);
     },
     readFile: async () => {
-      throw new Error('include, render and layout are not available in templates');
+      throw new Error(NO_FILES);
     },
     existsSync: () => false,
     exists: async () => false,
@@ -26,19 +66,238 @@ const engine = new Liquid({
     resolve: (_root, file) => file,
     sep: '/',
   },
-});
+};
 
-export function renderTemplate(source: string, variables: Record<string, unknown>): string {
-  if (!source.includes('{{') && !source.includes('{%')) return source;
-  return engine.parseAndRenderSync(source, variables);
+/** Subjects and plain text: output as is. */
+const plainEngine = new Liquid(baseOptions);
+/** HTML bodies: every output is HTML-escaped unless its last filter is `raw`. */
+const htmlEngine = new Liquid({ ...baseOptions, outputEscape: 'escape' });
+// Templates written for plain Liquid often escape by hand; marking these filters raw keeps them from escaping twice.
+for (const name of ['escape', 'escape_once', 'xml_escape'] as const) {
+  const impl = filters[name];
+  htmlEngine.registerFilter(name, { handler: typeof impl === 'function' ? impl : impl.handler, raw: true });
 }
 
-/** Null when `source` parses as a Liquid template, else the parser's message (for a 422 on create). */
+// Refused when parsed, so a template that uses them is rejected when it is saved, not when it is first sent.
+for (const engine of [plainEngine, htmlEngine]) {
+  for (const tag of ['include', 'render', 'layout']) {
+    engine.registerTag(tag, {
+      parse() {
+        throw new Error(NO_FILES);
+      },
+      render() {
+        return '';
+      },
+    });
+  }
+}
+
+type Mode = 'plain' | 'html';
+const engines: Record<Mode, Liquid> = { plain: plainEngine, html: htmlEngine };
+
+/** Parsed Liquid by mode and content hash, so rendering one template for many recipients parses it once. */
+const parsedCache = new LruCache<Template[]>({ maxEntries: 500, maxWeight: 32 * 1024 * 1024 });
+/** Compiled MJML (a promise, so concurrent compiles of one source share the work) by content hash. */
+const mjmlCache = new LruCache<Promise<string>>({ maxEntries: 200, maxWeight: 64 * 1024 * 1024 });
+
+const hashOf = (mode: string, source: string) => createHash('sha256').update(mode).update('\0').update(source).digest('base64url');
+
+function assertSize(source: string, field: string): void {
+  // Cheap bound first: UTF-8 needs at most 3 bytes per UTF-16 unit.
+  if (source.length * 3 > MAX_TEMPLATE_BYTES && Buffer.byteLength(source, 'utf8') > MAX_TEMPLATE_BYTES) {
+    throw new TemplateError(field, 'template_too_large', `the template is larger than ${MAX_TEMPLATE_BYTES / 1024} KB`);
+  }
+}
+
+function liquidFailure(err: unknown, field: string): TemplateError {
+  const message = err instanceof Error ? err.message : String(err);
+  const limit = /render limit exceeded|memory alloc limit exceeded|parse length limit exceeded/.test(message);
+  return new TemplateError(field, limit ? 'template_limit_exceeded' : 'invalid_template', message);
+}
+
+function parse(source: string, mode: Mode, field: string): Template[] {
+  const key = hashOf(mode, source);
+  const hit = parsedCache.get(key);
+  if (hit) return hit;
+  assertSize(source, field);
+  let parsed: Template[];
+  try {
+    parsed = engines[mode].parse(expandDefaults(source));
+  } catch (err) {
+    throw liquidFailure(err, field);
+  }
+  parsedCache.set(key, parsed, source.length);
+  return parsed;
+}
+
+function render(templates: Template[], variables: Record<string, unknown>, mode: Mode, field: string): string {
+  let out: string;
+  try {
+    out = engines[mode].renderSync(templates, variables) as string;
+  } catch (err) {
+    throw liquidFailure(err, field);
+  }
+  if (out.length > MAX_RENDERED_CHARS) {
+    throw new TemplateError(field, 'template_limit_exceeded', `the rendered ${field} is larger than ${MAX_RENDERED_CHARS / 1024 / 1024} MB`);
+  }
+  return out;
+}
+
+const hasLiquid = (source: string) => source.includes('{{') || source.includes('{%');
+
+export interface RenderOptions {
+  /** HTML-escape every output (bodies). Compiled bodies are always HTML. */
+  html?: boolean;
+  /** Keep the result on one line (subjects): see toSingleLine. */
+  subject?: boolean;
+  /** The field named in a TemplateError (default: `subject`, `body` or `template`). */
+  field?: string;
+}
+
+/**
+ * Renders one template for one recipient. A string source is plain Liquid (no escaping) unless `html`; a
+ * CompiledBody (see compileBody) renders as HTML. Throws TemplateError (422) naming the field.
+ */
+export function renderTemplate(source: string | CompiledBody, variables: Record<string, unknown>, options: RenderOptions = {}): string {
+  if (typeof source !== 'string') return render(source.templates, variables, 'html', options.field ?? 'body');
+  const field = options.field ?? (options.subject ? 'subject' : options.html ? 'body' : 'template');
+  const mode: Mode = options.html ? 'html' : 'plain';
+  let out: string;
+  if (hasLiquid(source)) out = render(parse(source, mode, field), variables, mode, field);
+  else {
+    assertSize(source, field);
+    out = source;
+  }
+  return options.subject ? toSingleLine(out) : out;
+}
+
+/** Null when `source` parses as a Liquid template (size cap and `??` sugar included), else the reason (for a 422 on create). */
 export function checkTemplateSyntax(source: string): string | null {
   try {
-    engine.parse(source);
+    parse(source, 'plain', 'template');
     return null;
   } catch (err) {
-    return (err as Error).message;
+    return err instanceof TemplateError ? (err.options.errors?.[0]?.message ?? err.message) : (err as Error).message;
   }
+}
+
+/** A subject rendered and kept on one line: line breaks (and the blanks around them) become one space. */
+export function renderSubject(source: string, variables: Record<string, unknown>, field = 'subject'): string {
+  return renderTemplate(source, variables, { subject: true, field });
+}
+
+/** Header-safe text: each run of line breaks (CR/LF and other separators) becomes one space; other control characters are dropped. */
+export function toSingleLine(text: string): string {
+  return text
+    .replace(/[ \t]*(?:(?:\r\n|[\r\n\v\f\u0085\u2028\u2029])[ \t]*)+/g, ' ')
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\u0000-\u0008\u000e-\u001f\u007f]/g, '')
+    .trim();
+}
+
+const MJML_START = /^\uFEFF?\s*<mjml[\s>]/i;
+
+/** True when the body is MJML (starts with `<mjml`, after whitespace). */
+export function isMjml(body: string): boolean {
+  return MJML_START.test(body);
+}
+
+/** A body ready to render for many recipients: MJML already compiled, Liquid already parsed. */
+export interface CompiledBody {
+  readonly mjml: boolean;
+  /** The HTML Liquid template (MJML output for MJML bodies). */
+  readonly html: string;
+  /** @internal parsed Liquid */
+  readonly templates: Template[];
+}
+
+/**
+ * Compiles a body once per content (MJML to HTML, then the Liquid parse), cached by hash in bounded LRUs. Throws
+ * TemplateError (422) on invalid MJML or Liquid, so it also validates a body (e.g. when a template is saved).
+ */
+export async function compileBody(body: string, field = 'body'): Promise<CompiledBody> {
+  assertSize(body, field);
+  const mjml = isMjml(body);
+  const html = mjml ? await compileMjml(body, field) : body;
+  return { mjml, html, templates: parse(html, 'html', field) };
+}
+
+/** Renders a compiled body for one recipient: the HTML (variables escaped) and its plain-text part. */
+export function renderBody(compiled: CompiledBody, variables: Record<string, unknown>, field = 'body'): { html: string; text: string } {
+  const html = renderTemplate(compiled, variables, { field });
+  return { html, text: htmlToText(html) };
+}
+
+export interface RenderedEmail {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+/** Subject and body of one recipient. Bodies are compiled once per content (see compileBody), so repeats are cheap. */
+export async function renderEmail(input: { subject: string; body: string; variables: Record<string, unknown> }): Promise<RenderedEmail> {
+  const compiled = await compileBody(input.body);
+  const subject = renderSubject(input.subject, input.variables);
+  return { subject, ...renderBody(compiled, input.variables) };
+}
+
+const toText = compileHtmlToText({
+  wordwrap: 80,
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    { selector: 'a', options: { linkBrackets: ['[', ']'], hideLinkHrefIfSameAsText: true } },
+    // Hidden content (MJML's preview text, tracking pixels) is not part of the message text.
+    { selector: '[style*="display:none"]', format: 'skip' },
+    { selector: '[style*="display: none"]', format: 'skip' },
+  ],
+});
+
+/** The plain-text part of an HTML message: links as `text [url]`, images and hidden elements skipped. */
+export function htmlToText(html: string): string {
+  return toText(html);
+}
+
+function compileMjml(source: string, field: string): Promise<string> {
+  const key = hashOf('mjml', source);
+  const hit = mjmlCache.get(key);
+  if (hit) return hit;
+  const pending = runMjml(source, field);
+  mjmlCache.set(key, pending, source.length);
+  pending.then(
+    (html) => mjmlCache.reweigh(key, pending, source.length + html.length),
+    () => mjmlCache.delete(key, pending), // a failure is not cached: the next call reports it again
+  );
+  return pending;
+}
+
+interface MjmlIssue {
+  line?: number;
+  message: string;
+  tagName?: string;
+}
+
+async function runMjml(source: string, field: string): Promise<string> {
+  let result: { html: string; errors: MjmlIssue[] };
+  try {
+    // mjml 5 answers a promise (older majors answered synchronously; `await` covers both).
+    result = await mjml2html(source, {
+      validationLevel: 'soft',
+      ignoreIncludes: true, // mj-include would read files
+      keepComments: false,
+      minify: false,
+      beautify: false,
+    });
+  } catch (err) {
+    throw new TemplateError(field, 'invalid_mjml', (err as Error).message);
+  }
+  // Liquid in a typed attribute (`color="{{ brand }}"`) fails MJML's type check but is valid once rendered.
+  const issues = result.errors.filter((e) => !/\{\{|\{%/.test(e.message));
+  if (issues.length > 0) {
+    const detail = issues
+      .slice(0, 10)
+      .map((e) => `line ${e.line ?? '?'}${e.tagName ? ` (${e.tagName})` : ''}: ${e.message.trim()}`)
+      .join('; ');
+    throw new TemplateError(field, 'invalid_mjml', detail);
+  }
+  return result.html;
 }

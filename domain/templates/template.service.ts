@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict, notFound, validationError, type FieldError } from '../errors';
-import { checkTemplateSyntax } from '../rendering/render';
+import { compileBody, checkTemplateSyntax } from '../rendering/render';
 import { assertSenderDomain } from '../domains/domain.service';
 import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
 import { usageRegistry, type TemplateReference, type TemplateUsage } from '../usage/usage-registry';
@@ -50,8 +50,14 @@ function assertTemplateSyntax(input: { subject?: string; body?: string }): void 
   if (errors.length) throw validationError(errors, 'The template is not valid Liquid');
 }
 
-export async function createTemplate(em: EntityManager, projectId: string, input: CreateTemplateInput): Promise<Template> {
+/** Liquid first (both fields' errors at once), then the body as a send compiles it: invalid MJML is refused on save too. */
+async function assertTemplateValid(input: { subject?: string; body?: string }): Promise<void> {
   assertTemplateSyntax(input);
+  if (input.body !== undefined) await compileBody(input.body);
+}
+
+export async function createTemplate(em: EntityManager, projectId: string, input: CreateTemplateInput): Promise<Template> {
+  await assertTemplateValid(input);
   if (input.from) await assertSenderDomain(em, projectId, input.from, { field: 'from' });
   const template = em.create(Template, {
     project: projectId,
@@ -73,7 +79,7 @@ export async function createTemplate(em: EntityManager, projectId: string, input
  */
 export async function updateTemplate(em: EntityManager, projectId: string, id: string, patch: UpdateTemplateInput): Promise<Template> {
   const template = await findTemplate(em, projectId, id);
-  assertTemplateSyntax(patch);
+  await assertTemplateValid(patch);
   if (patch.from && patch.from !== template.from) await assertSenderDomain(em, projectId, patch.from, { field: 'from' });
   if (patch.name !== undefined) template.name = patch.name;
   if (patch.subject !== undefined) template.subject = patch.subject;

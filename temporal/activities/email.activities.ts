@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
+import { purgeExpiredIdempotencyKeys } from '../../domain/idempotency/idempotency';
 import { deliverBatch, findStrandedEmails, markEmailsFailed, type DeliveryOutcome } from '../../domain/emails/delivery';
 
 export function createEmailActivities(deps: ActivityDeps) {
@@ -16,6 +17,10 @@ export function createEmailActivities(deps: ActivityDeps) {
     /** Emails accepted more than `olderThanMs` ago whose delivery never started, grouped per project. */
     async findStrandedEmails(input: { olderThanMs: number; limit: number }): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {
       return findStrandedEmails(deps.orm.em.fork(), input);
+    },
+    /** Housekeeping of the sweeper: `Idempotency-Key` records past their 24 hours. */
+    async purgeExpiredIdempotencyKeys(): Promise<number> {
+      return purgeExpiredIdempotencyKeys(deps.orm.em.fork());
     },
     async markEmailsFailed(input: { emailIds: string[]; reason: string }): Promise<void> {
       await markEmailsFailed(deps.orm.em.fork(), input.emailIds, input.reason);

@@ -53,7 +53,7 @@ export async function emailDelivery(input: EmailDeliveryInput): Promise<EmailDel
     for (const o of outcomes) {
       if (o.status === 'SENT') result.sent++;
       else if (o.status === 'REJECTED') result.rejected++;
-      else if (o.status === 'SKIPPED') result.skipped++;
+      else if (o.status === 'SKIPPED' || o.status === 'CANCELLED') result.skipped++;
       else pending.push(o.emailId);
     }
     if (pending.length === 0) break;

@@ -78,7 +78,9 @@ describe('OpenAPI', () => {
     const send = res.body.paths['/v1/send'].post;
     expect(send.security).toEqual([{ secretKey: [] }]);
     const schema = res.body.components.schemas.SendRequest;
-    expect(schema.required).toEqual(expect.arrayContaining(['to', 'subject', 'body', 'from']));
+    // subject, body and from may come from a template; only `to` is always required.
+    expect(schema.required).toEqual(['to']);
+    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['to', 'template', 'subject', 'body', 'from', 'headers', 'attachments', 'tracking']));
     expect(res.body.paths['/users/@me/projects/{id}/regenerate-keys'].post).toBeDefined();
   });
 

@@ -139,6 +139,16 @@ describe('POST /templates', () => {
     expect(unknownFilter.body.error.errors).toEqual([expect.objectContaining({ field: 'body', code: 'invalid_template' })]);
   });
 
+  test('an MJML body is compiled on save: broken MJML -> 422 invalid_mjml, valid MJML is stored as written', async () => {
+    const broken = await call('POST', '/templates', valid({ body: '<mjml><mj-body><mj-section><mj-column><mj-bogus>Hi</mj-bogus></mj-column></mj-section></mj-body></mjml>' }));
+    expect(broken.status).toBe(422);
+    expect(broken.body.error.errors).toEqual([expect.objectContaining({ field: 'body', code: 'invalid_mjml' })]);
+    const mjml = '<mjml><mj-body><mj-section><mj-column><mj-text>Hi {{ first }}</mj-text></mj-column></mj-section></mj-body></mjml>';
+    const ok = await call('POST', '/templates', valid({ body: mjml }));
+    expect(ok.status).toBe(201);
+    expect(ok.body.body).toBe(mjml);
+  });
+
   test('the body is capped at 512 KB: above -> 422 too_big, far above the request limit -> 413', async () => {
     const atCap = '<p>' + 'a'.repeat(512 * 1024 - 7) + '</p>';
     expect(Buffer.byteLength(atCap)).toBe(512 * 1024);

@@ -1,0 +1,46 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
+import { uuidv7 } from '../ids';
+import type { DecodedAttachment } from './send.service';
+
+/** An attachment as the API takes it: base64 content. */
+export interface AttachmentInput {
+  filename: string;
+  content: string;
+  contentType?: string;
+  disposition?: 'attachment' | 'inline';
+  contentId?: string;
+}
+
+/** What nodemailer needs to attach a stored file. */
+export interface StoredAttachment {
+  id: string;
+  filename: string;
+  contentType: string | null;
+  disposition: 'attachment' | 'inline';
+  contentId: string | null;
+  content: Buffer;
+}
+
+/** Stores a send's attachments once (a missing content type comes from the file name's extension) (all its recipients' emails list the same ids); returns the ids in order. */
+export async function storeAttachments(em: EntityManager, projectId: string, attachments: DecodedAttachment[]): Promise<string[]> {
+  const ids = attachments.map(() => uuidv7());
+  await em.execute(
+    `insert into email_attachments (id, project_id, filename, content_type, disposition, content_id, size, content)
+     values ${attachments.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+    attachments.flatMap((a, i) => [ids[i], projectId, a.filename, a.contentType ?? detectMimeType(a.filename), a.disposition, a.contentId, a.content.length, a.content]),
+  );
+  return ids;
+}
+
+/** Loads attachments by id (each once, however many emails of a batch carry it). */
+export async function loadAttachments(em: EntityManager, ids: string[]): Promise<Map<string, StoredAttachment>> {
+  if (!ids.length) return new Map();
+  const rows = await em.execute<StoredAttachment[]>(
+    `select id, filename, content_type as "contentType", disposition, content_id as "contentId", content
+     from email_attachments where id = any(?::uuid[])`,
+    // As an array literal: knex would spread a JS array into a list of placeholders.
+    [`{${[...new Set(ids)].join(',')}}`],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}

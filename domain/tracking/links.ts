@@ -1,0 +1,182 @@
+import { QuoteType, Tokenizer } from 'htmlparser2';
+import { config } from '../config';
+import { linkTokens } from './tokens';
+
+/** What link building needs from the configuration (the API and worker pass `config()`, tests their own). */
+export interface LinkConfig {
+  /** Base URL of the public endpoints, without a trailing slash. */
+  publicUrl: string;
+  appSecret: string;
+  /** List-Unsubscribe mailto: unset = unsubscribe@<sender domain>; `off` = https only. */
+  unsubscribeMailto?: string;
+}
+
+/** Paths of the public endpoints (api/public/routes.ts). */
+export const PUBLIC_PATHS = {
+  open: '/t/o/',
+  click: '/t/c/',
+  unsubscribe: '/unsubscribe/',
+  subscribe: '/subscribe/',
+  manage: '/manage/',
+} as const;
+
+/** Links already pointing at us are never wrapped: unsubscribing must not depend on the click endpoint. */
+const OWN_PATHS = Object.values(PUBLIC_PATHS);
+
+export interface TrackingOptions {
+  emailId: string;
+  /** Add the open pixel. */
+  opens: boolean;
+  /** Route http(s) links through the click endpoint. */
+  clicks: boolean;
+}
+
+/**
+ * Adds open and click tracking to a rendered HTML body. With `clicks`, every http(s) `href` of `<a>` and `<area>`
+ * becomes `<publicUrl>/t/c/<token>`, the token signing the email id and the exact URL (entities decoded), so the
+ * redirect only ever goes where the message pointed. mailto:, tel:, anchors, relative links and our own
+ * unsubscribe/subscribe/manage links are left alone. With `opens`, a 1x1 pixel goes before the last `</body>` (or at
+ * the end). Uses htmlparser2's tokenizer, so comments, scripts and attribute quoting are handled as browsers do; every
+ * byte that is not a rewritten href stays as it was.
+ */
+export function applyTracking(html: string, opts: TrackingOptions, cfg: LinkConfig = config()): string {
+  if (!opts.opens && !opts.clicks) return html;
+  const tokens = linkTokens(cfg.appSecret);
+  const own = OWN_PATHS.map((p) => (cfg.publicUrl + p).toLowerCase());
+  const edits: { start: number; end: number; text: string }[] = [];
+  let bodyClose = -1;
+  let tag = '';
+  // Only hrefs of links are decoded: collecting every (long, inlined) style attribute would double the cost.
+  let collecting = false;
+  let attrNameEnd = 0;
+  let value = '';
+  const noop = () => undefined;
+  const tokenizer = new Tokenizer(
+    { decodeEntities: true },
+    {
+      onopentagname(start, end) {
+        tag = html.slice(start, end).toLowerCase();
+      },
+      onattribname(start, end) {
+        collecting = opts.clicks && (tag === 'a' || tag === 'area') && end - start === 4 && html.slice(start, end).toLowerCase() === 'href';
+        attrNameEnd = end;
+        value = '';
+      },
+      onattribdata(start, end) {
+        if (collecting) value += html.slice(start, end);
+      },
+      onattribentity(codepoint) {
+        if (collecting) value += String.fromCodePoint(codepoint);
+      },
+      onattribend(quote, end) {
+        if (!collecting || quote === QuoteType.NoValue) return;
+        collecting = false;
+        const url = trackableUrl(value, own);
+        if (!url) return;
+        const target = `${cfg.publicUrl}${PUBLIC_PATHS.click}${tokens.sign({ kind: 'click', emailId: opts.emailId, url })}`;
+        edits.push(hrefEdit(html, attrNameEnd, end, quote, escapeAttribute(target)));
+      },
+      onclosetag(start, end) {
+        if (html.slice(start, end).toLowerCase() === 'body') bodyClose = html.lastIndexOf('<', start);
+      },
+      onopentagend: noop,
+      onselfclosingtag: noop,
+      ontext: noop,
+      ontextentity: noop,
+      oncdata: noop,
+      oncomment: noop,
+      ondeclaration: noop,
+      onprocessinginstruction: noop,
+      onend: noop,
+    },
+  );
+  tokenizer.write(html);
+  tokenizer.end();
+
+  if (opts.opens) {
+    const pixelUrl = `${cfg.publicUrl}${PUBLIC_PATHS.open}${tokens.sign({ kind: 'open', emailId: opts.emailId })}`;
+    const pixel = `<img src="${escapeAttribute(pixelUrl)}" width="1" height="1" alt="" style="display:none">`;
+    const at = bodyClose >= 0 ? bodyClose : html.length;
+    edits.push({ start: at, end: at, text: pixel });
+  }
+  if (edits.length === 0) return html;
+  edits.sort((a, b) => a.start - b.start);
+  let out = '';
+  let pos = 0;
+  for (const e of edits) {
+    out += html.slice(pos, e.start) + e.text;
+    pos = e.end;
+  }
+  return out + html.slice(pos);
+}
+
+/** The URL to sign, or null for links that are not tracked. Browsers strip surrounding whitespace from URLs too. */
+function trackableUrl(href: string, own: string[]): string | null {
+  const url = href.trim();
+  if (!/^https?:\/\//i.test(url)) return null;
+  const lower = url.toLowerCase();
+  if (own.some((p) => lower.startsWith(p))) return null;
+  try {
+    new URL(url);
+  } catch {
+    return null;
+  }
+  return url;
+}
+
+/** The source range of an attribute value (between its quotes), given the end of its name and the attribute's end. */
+function hrefEdit(html: string, nameEnd: number, end: number, quote: QuoteType, text: string) {
+  if (quote === QuoteType.Double || quote === QuoteType.Single) {
+    const start = html.indexOf(quote === QuoteType.Double ? '"' : "'", nameEnd) + 1;
+    return { start, end: end - 1, text };
+  }
+  // Unquoted: the value starts at the first non-blank after `=`; quote the replacement.
+  let start = html.indexOf('=', nameEnd) + 1;
+  while (/\s/.test(html[start] ?? '')) start++;
+  return { start, end, text: `"${text}"` };
+}
+
+function escapeAttribute(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/'/g, '&#39;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+export interface ContactLinks {
+  /** GET: a confirmation page; POST: unsubscribes. */
+  unsubscribeUrl: string;
+  /** GET: a confirmation page; POST: subscribes. */
+  subscribeUrl: string;
+  /** GET: the current state with a button to change it. */
+  manageUrl: string;
+  /** The RFC 8058 one-click target (POST `List-Unsubscribe=One-Click`); the same URL as unsubscribeUrl. */
+  oneClickUrl: string;
+}
+
+/** A contact's signed subscription links (template variables `unsubscribeUrl`, `subscribeUrl`, `manageUrl`). */
+export function contactLinks(contactId: string, cfg: LinkConfig = config()): ContactLinks {
+  const token = linkTokens(cfg.appSecret).sign({ kind: 'contact', contactId });
+  const unsubscribeUrl = `${cfg.publicUrl}${PUBLIC_PATHS.unsubscribe}${token}`;
+  return {
+    unsubscribeUrl,
+    subscribeUrl: `${cfg.publicUrl}${PUBLIC_PATHS.subscribe}${token}`,
+    manageUrl: `${cfg.publicUrl}${PUBLIC_PATHS.manage}${token}`,
+    oneClickUrl: unsubscribeUrl,
+  };
+}
+
+/**
+ * `List-Unsubscribe` (the https one-click URL, then a mailto:) and `List-Unsubscribe-Post` (RFC 8058) for a contact.
+ * The mailto goes to unsubscribe@<sender's domain> with the token in the subject, or to UNSUBSCRIBE_MAILTO; nothing
+ * processes that mailbox yet (inbound mail is not built), so set UNSUBSCRIBE_MAILTO=off to offer https only.
+ */
+export function listUnsubscribeHeaders(contactId: string, senderEmail: string, cfg: LinkConfig = config()): Record<string, string> {
+  const links = contactLinks(contactId, cfg);
+  const entries = [`<${links.oneClickUrl}>`];
+  if (cfg.unsubscribeMailto !== 'off') {
+    const at = senderEmail.lastIndexOf('@');
+    if (at < 0 && !cfg.unsubscribeMailto) throw new Error(`Not an email address: ${senderEmail}`);
+    const mailbox = cfg.unsubscribeMailto ?? `unsubscribe@${senderEmail.slice(at + 1).toLowerCase()}`;
+    const token = links.oneClickUrl.slice(links.oneClickUrl.lastIndexOf('/') + 1);
+    entries.push(`<mailto:${mailbox}?subject=${encodeURIComponent(`unsubscribe ${token}`)}>`);
+  }
+  return { 'List-Unsubscribe': entries.join(', '), 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+}

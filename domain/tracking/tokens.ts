@@ -1,0 +1,98 @@
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Signed tokens for the public tracking and subscription links. A token is base64url(payload || mac):
+ *
+ *   payload = version (1 byte) | kind (1 byte) | id (16 bytes, a UUID) | for clicks: the target URL (UTF-8)
+ *   mac     = HMAC-SHA256(key, payload), first 16 bytes
+ *
+ * The key is derived from APP_SECRET with HKDF-SHA256 under its own label, so it is independent of the DKIM sealing
+ * key (SecretBox) derived from the same secret. Tokens carry everything needed to act (the email or contact id, the
+ * URL), so verifying one needs no lookup; they do not expire, because unsubscribe links must keep working for as long
+ * as the mail exists. Changing APP_SECRET invalidates every link already sent.
+ */
+
+const VERSION = 1;
+const MAC_BYTES = 16;
+const ID_BYTES = 16;
+const HEADER_BYTES = 2;
+/** Longer tokens are refused before any work (a click token carries its URL). */
+export const MAX_TOKEN_CHARS = 8192;
+const KEY_LABEL = 'mailwright/link-tokens/v1';
+
+const KINDS = { open: 1, click: 2, contact: 3 } as const;
+export type TokenKind = keyof typeof KINDS;
+
+export type TokenPayload =
+  | { kind: 'open'; emailId: string }
+  | { kind: 'click'; emailId: string; url: string }
+  | { kind: 'contact'; contactId: string };
+
+type PayloadOf<K extends TokenKind> = Extract<TokenPayload, { kind: K }>;
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
+
+function uuidBytes(id: string): Buffer {
+  if (!UUID_RE.test(id)) throw new Error(`Not a UUID: ${id}`);
+  return Buffer.from(id.replace(/-/g, ''), 'hex');
+}
+
+function uuidString(bytes: Buffer): string {
+  const h = bytes.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+export class LinkTokens {
+  private readonly key: Buffer;
+
+  constructor(appSecret: string) {
+    if (!appSecret) throw new Error('LinkTokens needs a secret');
+    this.key = Buffer.from(hkdfSync('sha256', Buffer.from(appSecret, 'utf8'), Buffer.alloc(0), KEY_LABEL, 32));
+  }
+
+  sign(payload: TokenPayload): string {
+    const id = payload.kind === 'contact' ? payload.contactId : payload.emailId;
+    const parts = [Buffer.from([VERSION, KINDS[payload.kind]]), uuidBytes(id)];
+    if (payload.kind === 'click') parts.push(Buffer.from(payload.url, 'utf8'));
+    const body = Buffer.concat(parts);
+    return Buffer.concat([body, this.mac(body)]).toString('base64url');
+  }
+
+  /** The payload when `token` is a genuine token of `kind`, else null (malformed, forged, altered or another kind). */
+  verify<K extends TokenKind>(token: string, kind: K): PayloadOf<K> | null {
+    if (typeof token !== 'string' || token.length > MAX_TOKEN_CHARS || !BASE64URL_RE.test(token)) return null;
+    const raw = Buffer.from(token, 'base64url');
+    // Only the canonical spelling: otherwise two strings (differing in unused trailing bits) would name one token.
+    if (raw.length < HEADER_BYTES + ID_BYTES + MAC_BYTES || raw.toString('base64url') !== token) return null;
+    const body = raw.subarray(0, raw.length - MAC_BYTES);
+    if (!timingSafeEqual(raw.subarray(raw.length - MAC_BYTES), this.mac(body))) return null;
+    if (body[0] !== VERSION || body[1] !== KINDS[kind]) return null;
+    const id = uuidString(body.subarray(HEADER_BYTES, HEADER_BYTES + ID_BYTES));
+    const rest = body.subarray(HEADER_BYTES + ID_BYTES);
+    switch (kind) {
+      case 'open':
+        return rest.length === 0 ? ({ kind, emailId: id } as PayloadOf<K>) : null;
+      case 'contact':
+        return rest.length === 0 ? ({ kind, contactId: id } as PayloadOf<K>) : null;
+      default:
+        return rest.length > 0 ? ({ kind, emailId: id, url: rest.toString('utf8') } as PayloadOf<K>) : null;
+    }
+  }
+
+  private mac(body: Buffer): Buffer {
+    return createHmac('sha256', this.key).update(body).digest().subarray(0, MAC_BYTES);
+  }
+}
+
+const bySecret = new Map<string, LinkTokens>();
+
+/** One LinkTokens per secret (the key derivation runs once). */
+export function linkTokens(appSecret: string): LinkTokens {
+  let tokens = bySecret.get(appSecret);
+  if (!tokens) {
+    tokens = new LinkTokens(appSecret);
+    bySecret.set(appSecret, tokens);
+  }
+  return tokens;
+}

@@ -1,0 +1,198 @@
+import { createHmac, hkdfSync, randomUUID } from 'node:crypto';
+import { parseDocument, DomUtils } from 'htmlparser2';
+import { LinkTokens, linkTokens, MAX_TOKEN_CHARS } from '../../domain/tracking/tokens';
+import { applyTracking, contactLinks, listUnsubscribeHeaders, type LinkConfig } from '../../domain/tracking/links';
+
+const cfg: LinkConfig = { publicUrl: 'https://mail.example.com', appSecret: 'unit-test-app-secret-0123456789-abcdef' };
+const tokens = linkTokens(cfg.appSecret);
+const emailId = '0190f3a2-7b1c-7def-8abc-0123456789ab';
+
+/** Flips one bit of the decoded token and re-encodes it canonically. */
+function tamper(token: string, byteIndex: number): string {
+  const raw = Buffer.from(token, 'base64url');
+  raw[byteIndex]! ^= 0x01;
+  return raw.toString('base64url');
+}
+
+describe('link tokens', () => {
+  test('open, click and contact tokens verify to what was signed', () => {
+    const url = 'https://shop.example/items?id=7&ref=mail#top';
+    const contactId = randomUUID();
+    expect(tokens.verify(tokens.sign({ kind: 'open', emailId }), 'open')).toEqual({ kind: 'open', emailId });
+    expect(tokens.verify(tokens.sign({ kind: 'click', emailId, url }), 'click')).toEqual({ kind: 'click', emailId, url });
+    expect(tokens.verify(tokens.sign({ kind: 'contact', contactId }), 'contact')).toEqual({ kind: 'contact', contactId });
+  });
+
+  test('tokens are compact and URL-safe (base64url, no padding)', () => {
+    const open = tokens.sign({ kind: 'open', emailId });
+    expect(open).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(open.length).toBeLessThanOrEqual(48);
+    expect(tokens.sign({ kind: 'contact', contactId: emailId }).length).toBeLessThanOrEqual(48);
+  });
+
+  test('URLs with any characters round-trip exactly', () => {
+    const urls = [
+      'https://example.com/',
+      'http://example.com/path with space?q=a b',
+      'https://例え.jp/パス?キー=値',
+      'https://example.com/?a=1&b=2&c=%20%2F#frag',
+      `https://example.com/${'x'.repeat(3000)}`,
+    ];
+    for (let i = 0; i < 200; i++) urls.push(`https://example.com/${randomUUID()}?n=${Math.random()}&u=${encodeURIComponent(String.fromCodePoint(0x20 + ((i * 7919) % 0x2fff)))}`);
+    for (const url of urls) expect(tokens.verify(tokens.sign({ kind: 'click', emailId, url }), 'click')?.url).toBe(url);
+  });
+
+  test('any flipped bit is refused (header, id, url and mac)', () => {
+    const token = tokens.sign({ kind: 'click', emailId, url: 'https://example.com/a' });
+    const length = Buffer.from(token, 'base64url').length;
+    for (let i = 0; i < length; i++) expect(tokens.verify(tamper(token, i), 'click')).toBeNull();
+  });
+
+  test('a token of one kind is not accepted as another kind', () => {
+    const contact = tokens.sign({ kind: 'contact', contactId: emailId });
+    const open = tokens.sign({ kind: 'open', emailId });
+    expect(tokens.verify(contact, 'open')).toBeNull();
+    expect(tokens.verify(open, 'contact')).toBeNull();
+    expect(tokens.verify(open, 'click')).toBeNull();
+  });
+
+  test('a token made with another secret is refused', () => {
+    const other = new LinkTokens('another-app-secret-0123456789-abcdefgh');
+    expect(tokens.verify(other.sign({ kind: 'open', emailId }), 'open')).toBeNull();
+  });
+
+  test('garbage is refused without throwing: empty, non-base64url, non-canonical, truncated, too long', () => {
+    const good = tokens.sign({ kind: 'open', emailId });
+    for (const bad of ['', 'a', '!!!!', `${good}=`, good.slice(0, -4), `${good}A`, good.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')), 'A'.repeat(MAX_TOKEN_CHARS + 4)]) {
+      expect(tokens.verify(bad, 'open')).toBeNull();
+    }
+    // Same bytes spelt with different unused trailing bits (34 bytes leave 2 spare bits): only the canonical spelling is a token.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const sibling = good.slice(0, -1) + alphabet[alphabet.indexOf(good.at(-1)!) ^ 1];
+    expect(Buffer.from(sibling, 'base64url').equals(Buffer.from(good, 'base64url'))).toBe(true);
+    expect(tokens.verify(sibling, 'open')).toBeNull();
+  });
+
+  test('the key is HKDF(APP_SECRET) under its own label, not the DKIM sealing key', () => {
+    const forge = (label: string) => {
+      const key = Buffer.from(hkdfSync('sha256', Buffer.from(cfg.appSecret, 'utf8'), Buffer.alloc(0), label, 32));
+      const body = Buffer.concat([Buffer.from([1, 1]), Buffer.from(emailId.replace(/-/g, ''), 'hex')]);
+      return Buffer.concat([body, createHmac('sha256', key).update(body).digest().subarray(0, 16)]).toString('base64url');
+    };
+    expect(tokens.verify(forge('mailwright/link-tokens/v1'), 'open')).toEqual({ kind: 'open', emailId });
+    expect(tokens.verify(forge('mailwright/secret-box/v1'), 'open')).toBeNull();
+  });
+
+  test('signing refuses ids that are not UUIDs', () => {
+    expect(() => tokens.sign({ kind: 'open', emailId: 'not-a-uuid' })).toThrow(/UUID/);
+  });
+});
+
+describe('applyTracking', () => {
+  const track = (html: string, opts: Partial<{ opens: boolean; clicks: boolean }> = {}) =>
+    applyTracking(html, { emailId, opens: opts.opens ?? true, clicks: opts.clicks ?? true }, cfg);
+
+  /** The hrefs of <a> elements as a browser would read them (entities decoded). */
+  const hrefs = (html: string) => DomUtils.getElementsByTagName('a', parseDocument(html)).map((a) => a.attribs.href);
+  const clickTarget = (href: string | undefined) => {
+    const m = /^https:\/\/mail\.example\.com\/t\/c\/([A-Za-z0-9_-]+)$/.exec(href ?? '');
+    return m ? tokens.verify(m[1]!, 'click') : null;
+  };
+
+  test('http(s) links go through the click endpoint, signed with the email id and the exact URL', () => {
+    const out = track('<p><a href="https://shop.example/a?x=1">A</a> <a class="b" href=\'http://b.example/\'>B</a> <a href=https://c.example/x>C</a></p>', { opens: false });
+    expect(hrefs(out).map((h) => clickTarget(h))).toEqual([
+      { kind: 'click', emailId, url: 'https://shop.example/a?x=1' },
+      { kind: 'click', emailId, url: 'http://b.example/' },
+      { kind: 'click', emailId, url: 'https://c.example/x' },
+    ]);
+    // Everything else is byte for byte the same.
+    expect(out.replace(/https:\/\/mail\.example\.com\/t\/c\/[A-Za-z0-9_-]+/g, 'URL')).toBe(
+      '<p><a href="URL">A</a> <a class="b" href=\'URL\'>B</a> <a href="URL">C</a></p>',
+    );
+  });
+
+  test('entity-encoded hrefs round-trip: &amp; in the HTML is & in the signed URL', () => {
+    const out = track('<a href="https://ex.com/?a=1&amp;b=2&#38;c=3&quot;">x</a>', { opens: false });
+    expect(clickTarget(hrefs(out)[0])?.url).toBe('https://ex.com/?a=1&b=2&c=3"');
+  });
+
+  test('mailto:, tel:, anchors, relative and odd links are left untouched', () => {
+    const html =
+      '<a href="mailto:help@ex.com?subject=Hi&amp;body=x">m</a><a href="tel:+123">t</a><a href="#top">a</a>' +
+      '<a href="/relative">r</a><a href="javascript:alert(1)">j</a><a href>n</a><a href="">e</a><a name="x">n</a><a href="https://">bad</a>';
+    expect(track(html, { opens: false })).toBe(html);
+  });
+
+  test('our own unsubscribe, subscribe and manage links are never wrapped', () => {
+    const links = contactLinks(randomUUID(), cfg);
+    const html = `<a href="${links.unsubscribeUrl}">u</a><a href="${links.manageUrl}">m</a><a href="${links.subscribeUrl}">s</a>`;
+    expect(track(html, { opens: false })).toBe(html);
+  });
+
+  test('links in comments, scripts and styles are not rewritten; <area href> is', () => {
+    const html = '<!-- <a href="https://a.example/"> --><script>var s = "<a href=\'https://b.example/\'>";</script><style>a[href="https://c.example/"]{}</style>';
+    expect(track(html, { opens: false })).toBe(html);
+    const area = track('<map><area href="https://d.example/" shape="rect"></map>', { opens: false });
+    expect(area).toMatch(/^<map><area href="https:\/\/mail\.example\.com\/t\/c\/[A-Za-z0-9_-]+" shape="rect"><\/map>$/);
+  });
+
+  test('surrounding whitespace of an href is not part of the URL; uppercase tags and attributes are found', () => {
+    const out = track('<A HREF="  https://ex.com/x \n">x</A>', { opens: false });
+    expect(clickTarget(hrefs(out)[0])?.url).toBe('https://ex.com/x');
+  });
+
+  test('the open pixel goes right before </body>, or at the end without one', () => {
+    const out = track('<html><body><p>Hi</p></body></html>', { clicks: false });
+    const m = /^<html><body><p>Hi<\/p><img src="https:\/\/mail\.example\.com\/t\/o\/([A-Za-z0-9_-]+)" width="1" height="1" alt="" style="display:none"><\/body><\/html>$/.exec(out);
+    expect(m).not.toBeNull();
+    expect(tokens.verify(m![1]!, 'open')).toEqual({ kind: 'open', emailId });
+    expect(track('<p>fragment</p>', { clicks: false })).toMatch(/^<p>fragment<\/p><img src="https:\/\/mail\.example\.com\/t\/o\/[^"]+"[^>]*>$/);
+    // A </body> inside a comment is not the body's end.
+    expect(track('<p>x</p><!-- </body> -->', { clicks: false })).toMatch(/^<p>x<\/p><!-- <\/body> --><img /);
+  });
+
+  test('with opens and clicks off the HTML is returned unchanged', () => {
+    const html = '<body><a href="https://ex.com/">x</a></body>';
+    expect(applyTracking(html, { emailId, opens: false, clicks: false }, cfg)).toBe(html);
+  });
+
+  test('clicks only: no pixel; opens only: links untouched', () => {
+    const html = '<body><a href="https://ex.com/">x</a></body>';
+    expect(track(html, { opens: false })).not.toContain('/t/o/');
+    expect(track(html, { clicks: false })).toContain('href="https://ex.com/"');
+  });
+});
+
+describe('contact links and List-Unsubscribe', () => {
+  const contactId = randomUUID();
+
+  test('links are signed per contact and point at the public pages', () => {
+    const links = contactLinks(contactId, cfg);
+    const token = links.unsubscribeUrl.split('/').pop()!;
+    expect(tokens.verify(token, 'contact')).toEqual({ kind: 'contact', contactId });
+    expect(links).toEqual({
+      unsubscribeUrl: `https://mail.example.com/unsubscribe/${token}`,
+      subscribeUrl: `https://mail.example.com/subscribe/${token}`,
+      manageUrl: `https://mail.example.com/manage/${token}`,
+      oneClickUrl: `https://mail.example.com/unsubscribe/${token}`,
+    });
+    expect(contactLinks(randomUUID(), cfg).unsubscribeUrl).not.toBe(links.unsubscribeUrl);
+  });
+
+  test('List-Unsubscribe has the https URL and a mailto on the sender domain; List-Unsubscribe-Post is one-click', () => {
+    const headers = listUnsubscribeHeaders(contactId, 'News@Mail.Shop.Example', cfg);
+    const token = contactLinks(contactId, cfg).unsubscribeUrl.split('/').pop()!;
+    expect(headers).toEqual({
+      'List-Unsubscribe': `<https://mail.example.com/unsubscribe/${token}>, <mailto:unsubscribe@mail.shop.example?subject=unsubscribe%20${token}>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    });
+  });
+
+  test('UNSUBSCRIBE_MAILTO overrides the mailbox, and `off` leaves https only', () => {
+    expect(listUnsubscribeHeaders(contactId, 'a@b.example', { ...cfg, unsubscribeMailto: 'leave@ops.example' })['List-Unsubscribe']).toMatch(
+      /, <mailto:leave@ops\.example\?subject=unsubscribe%20[A-Za-z0-9_-]+>$/,
+    );
+    expect(listUnsubscribeHeaders(contactId, 'a@b.example', { ...cfg, unsubscribeMailto: 'off' })['List-Unsubscribe']).toMatch(/^<https:\/\/[^>]+>$/);
+  });
+});
