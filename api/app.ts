@@ -16,6 +16,7 @@ import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
 import { publicRoutes } from './public/routes';
+import { webhookRoutes } from './webhooks/routes';
 
 /** Builds the Koa application: request id + error envelope, a forked EntityManager per request, then the routes. */
 export function createApp(deps: ApiDeps): Koa<AppState> {
@@ -24,6 +25,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   const routes = new Routes(deps);
   for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, docsRoutes]) register(routes, deps);
   publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
+  webhookRoutes(routes, deps); // unauthenticated: infrastructure callbacks, verified by their signatures
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {

@@ -60,6 +60,7 @@ export default async function globalSetup(): Promise<void> {
     DOMAIN_CHECK_INTERVAL: '2s',
     DOMAIN_RECHECK_INTERVAL: '2s',
     DOMAIN_DEMOTE_AFTER: '5s',
+    SNS_CERT_URL_PATTERN: '^http://127\\.0\\.0\\.1:\\d+/', // webhooks-sns.test.ts plays SNS: certificates and SubscribeURL on loopback
   };
   const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });
   const children: ManagedProcess[] = [startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') }), startWorker()];

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Connection, Client } from '@temporalio/client';
 import { api } from '../helpers/api';
-import { closeDb, db } from '../helpers/db';
+import { closeDb, db, waitForEmailStatus } from '../helpers/db';
 import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
 import { waitForMail } from '../helpers/mailbox';
 import { stackEnv } from '../stack-env';
@@ -18,16 +18,6 @@ beforeAll(async () => {
 afterAll(closeDb);
 
 const send = (body: Record<string, unknown>, key = project.secretKey) => api('POST', '/v1/send', { key, body });
-
-async function waitForStatus(emailId: string, status: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await db().query('select * from emails where id = $1', [emailId]);
-    if (rows[0]?.status === status) return rows[0];
-    if (Date.now() > deadline) throw new Error(`email ${emailId} is ${rows[0]?.status}, expected ${status}`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
-}
 
 describe('POST /v1/send', () => {
   test('delivers through the workflow: the captured message has from, reply-to, to, subject and html', async () => {
@@ -54,7 +44,7 @@ describe('POST /v1/send', () => {
     const emailId = res.body.data.emails[0].email;
     expect(mail!.messageId).toBe(`<${emailId}@${domain}>`);
 
-    const row = await waitForStatus(emailId, 'SENT');
+    const row = await waitForEmailStatus(emailId, 'SENT');
     expect(row.message_id).toBe(`<${emailId}@${domain}>`);
     expect(row.smtp_response).toMatch(/^250 /);
     expect(row.attempts).toBe(1);
@@ -66,7 +56,7 @@ describe('POST /v1/send', () => {
     const to = rcpt();
     const res = await send({ to, from: `hi@${domain}`, subject: 'Temporal', body: '<p>t</p>' });
     const emailId = res.body.data.emails[0].email;
-    const row = await waitForStatus(emailId, 'SENT');
+    const row = await waitForEmailStatus(emailId, 'SENT');
     expect(row.workflow_id).toMatch(/^email-delivery\//);
     const connection = await Connection.connect({ address: stackEnv().temporalAddress });
     try {

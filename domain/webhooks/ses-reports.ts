@@ -1,0 +1,287 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import { AppError, badRequest } from '../errors';
+import { uuidv7 } from '../ids';
+import { dispatchEvents, type RecordedEvent } from '../events/event.service';
+import { messageIdFor } from '../emails/delivery';
+import { SNS_MESSAGE_RETENTION_MS } from './sns';
+
+/**
+ * Amazon SES delivery reports (Delivery, Bounce, Complaint), as SES publishes them to SNS: either identity
+ * notifications (`notificationType`) or configuration-set event publishing (`eventType`), which share the
+ * `mail` / `delivery` / `bounce` / `complaint` objects. Our email is found by its own Message-ID header, which
+ * SES reports in `mail.commonHeaders` / `mail.headers` when "include original headers" is on.
+ */
+
+const text = z.string().max(10_000);
+const SesMessageSchema = z.object({
+  notificationType: z.string().optional(),
+  eventType: z.string().optional(),
+  mail: z.object({
+    messageId: text.optional(),
+    headers: z.array(z.object({ name: z.string(), value: z.string() })).optional(),
+    commonHeaders: z.object({ messageId: text.optional() }).optional(),
+  }),
+  delivery: z
+    .object({
+      timestamp: text.optional(),
+      smtpResponse: text.optional(),
+      reportingMTA: text.optional(),
+      processingTimeMillis: z.number().optional(),
+    })
+    .optional(),
+  bounce: z
+    .object({
+      bounceType: text,
+      bounceSubType: text.optional(),
+      bouncedRecipients: z
+        .array(z.object({ emailAddress: text, status: text.optional(), action: text.optional(), diagnosticCode: text.optional() }))
+        .default([]),
+      reportingMTA: text.optional(),
+      feedbackId: text.optional(),
+      timestamp: text.optional(),
+    })
+    .optional(),
+  complaint: z
+    .object({
+      complainedRecipients: z.array(z.object({ emailAddress: text })).default([]),
+      complaintFeedbackType: text.optional(),
+      complaintSubType: text.nullish(),
+      userAgent: text.optional(),
+      arrivalDate: text.optional(),
+      feedbackId: text.optional(),
+      timestamp: text.optional(),
+    })
+    .optional(),
+});
+type SesMessage = z.infer<typeof SesMessageSchema>;
+
+export type SesReport =
+  | { kind: 'Delivery'; messageIdHeader: string | null; sesMessageId?: string; delivery: NonNullable<SesMessage['delivery']> }
+  | { kind: 'Bounce'; messageIdHeader: string | null; sesMessageId?: string; bounce: NonNullable<SesMessage['bounce']> }
+  | { kind: 'Complaint'; messageIdHeader: string | null; sesMessageId?: string; complaint: NonNullable<SesMessage['complaint']> };
+
+const KINDS = ['Delivery', 'Bounce', 'Complaint'] as const;
+
+/**
+ * The SES report in an SNS notification's `Message`, or null when the message is something else published to the
+ * topic (plain text, SES's setup test `AmazonSnsSubscriptionSucceeded`, or events such as Send/Open we do not use).
+ * A Delivery/Bounce/Complaint without its part is malformed: 400.
+ */
+export function parseSesReport(message: string): SesReport | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(message);
+  } catch {
+    return null;
+  }
+  const claimed = (json as { notificationType?: unknown; eventType?: unknown } | null)?.notificationType ?? (json as { eventType?: unknown } | null)?.eventType;
+  if (!KINDS.includes(claimed as (typeof KINDS)[number])) return null;
+  const parsed = SesMessageSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw badRequest(`Malformed SES ${String(claimed)} notification: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const msg = parsed.data;
+  const header = msg.mail.commonHeaders?.messageId ?? msg.mail.headers?.find((h) => h.name.toLowerCase() === 'message-id')?.value ?? null;
+  const base = { messageIdHeader: header, sesMessageId: msg.mail.messageId };
+  const kind = claimed as (typeof KINDS)[number];
+  const part = kind === 'Delivery' ? msg.delivery : kind === 'Bounce' ? msg.bounce : msg.complaint;
+  if (!part) throw badRequest(`Malformed SES ${kind} notification: the "${kind.toLowerCase()}" object is missing`);
+  if (kind === 'Delivery') return { kind, ...base, delivery: msg.delivery! };
+  if (kind === 'Bounce') return { kind, ...base, bounce: msg.bounce! };
+  return { kind, ...base, complaint: msg.complaint! };
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** `<emailId@domain>` (angle brackets optional, as SES may report it) -> the email id and the normalized Message-ID. */
+export function parseOurMessageId(header: string | null | undefined): { emailId: string; messageId: string } | null {
+  const m = /^\s*<?([^<>@\s]+)@([^<>@\s]+?)>?\s*$/.exec(header ?? '');
+  if (!m) return null;
+  const local = m[1]!.toLowerCase();
+  if (!UUID_RE.test(local)) return null;
+  return { emailId: local, messageId: `<${local}@${m[2]!.toLowerCase()}>` };
+}
+
+export type ReportOutcome =
+  /** The email's status and/or events changed. */
+  | 'applied'
+  /** A genuine report that changes nothing (e.g. a delivery report of an email that already bounced). */
+  | 'unchanged'
+  /** This SNS message was processed before. */
+  | 'duplicate'
+  /** No email of ours has this Message-ID (another sender on the same topic, or a deleted email). */
+  | 'unknown_email';
+
+export interface ReportResult {
+  outcome: ReportOutcome;
+  emailId?: string;
+  /** Names of the events recorded. */
+  events: string[];
+}
+
+interface LockedEmail {
+  id: string;
+  status: string;
+  fromEmail: string;
+  toEmail: string;
+}
+
+type EventRow = Omit<RecordedEvent, 'source'>;
+const RETURNING = `returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`;
+
+let lastPrune = 0;
+
+/** Drops processed SNS message ids past the retention (older messages are refused by the verifier anyway). */
+async function pruneProcessedMessages(em: EntityManager, now: number): Promise<void> {
+  if (now - lastPrune < 3_600_000) return;
+  lastPrune = now;
+  await em.execute('delete from sns_messages where received_at < now() - make_interval(secs => ?)', [SNS_MESSAGE_RETENTION_MS / 1000]);
+}
+
+/**
+ * Applies one SES report, exactly once per SNS message: the message id is stored in `sns_messages` in the same
+ * transaction as the changes it causes, so a redelivery (or a concurrent duplicate, which waits on the email's row
+ * lock) records nothing new, and a failure rolls both back for SNS to retry. A report of an email not yet recorded
+ * as SENT (the relay reported faster than our own write of SENT) answers 503, so SNS retries it a little later.
+ */
+export async function applySesReport(em: EntityManager, snsMessageId: string, report: SesReport, now = Date.now()): Promise<ReportResult> {
+  const ours = parseOurMessageId(report.messageIdHeader);
+  if (!ours) return { outcome: 'unknown_email', events: [] };
+  await pruneProcessedMessages(em, now);
+  const recorded: EventRow[] = [];
+  const outcome = await em.transactional(async (tx): Promise<ReportOutcome> => {
+    const [email] = await tx.execute<LockedEmail[]>(
+      `select id, status, from_email as "fromEmail", to_email as "toEmail" from emails where id = ? for update`,
+      [ours.emailId],
+    );
+    // The whole Message-ID must be ours, not only a uuid that happens to match.
+    if (!email || messageIdFor(email.id, email.fromEmail).toLowerCase() !== ours.messageId) return 'unknown_email';
+    if (email.status === 'QUEUED' || email.status === 'SENDING') {
+      throw new AppError(503, 'SERVICE_UNAVAILABLE', 'The email is not recorded as sent yet; retry shortly', { headers: { 'Retry-After': '20' } });
+    }
+    const [fresh] = await tx.execute<{ message_id: string }[]>(
+      'insert into sns_messages (message_id, received_at) values (?, now()) on conflict do nothing returning message_id',
+      [snsMessageId],
+    );
+    if (!fresh) return 'duplicate';
+    const rows = await applyReport(tx, email, report);
+    if (rows === null) return 'unchanged';
+    recorded.push(...rows);
+    return 'applied';
+  });
+  await dispatchEvents(recorded.map((r) => ({ ...r, source: 'SYSTEM' as const })));
+  return { outcome, emailId: outcome === 'unknown_email' ? undefined : ours.emailId, events: recorded.map((r) => r.name) };
+}
+
+/** The changes of one report inside the transaction; null when the email's state makes it a no-op. */
+async function applyReport(tx: EntityManager, email: LockedEmail, report: SesReport): Promise<EventRow[] | null> {
+  const common = { sesMessageId: report.sesMessageId };
+  if (report.kind === 'Delivery') {
+    // Only from SENT: a bounce, failure or cancellation is never overwritten by a later or reordered delivery report.
+    if (email.status !== 'SENT') return null;
+    const d = report.delivery;
+    const at = d.timestamp && !Number.isNaN(Date.parse(d.timestamp)) ? new Date(d.timestamp).toISOString() : null;
+    return tx.execute<EventRow[]>(
+      `with upd as (
+         update emails set status = 'DELIVERED', delivered_at = coalesce(?::timestamptz, now()), smtp_response = coalesce(?, smtp_response),
+           error = null, updated_at = now()
+         where id = ? and status = 'SENT'
+         returning id, project_id, contact_id
+       )
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select ?::uuid, project_id, contact_id, 'email.delivered', ?::jsonb, 'SYSTEM', id, now() from upd where contact_id is not null
+       ${RETURNING}`,
+      [
+        at,
+        d.smtpResponse ?? null,
+        email.id,
+        uuidv7(),
+        JSON.stringify({ smtpResponse: d.smtpResponse, reportingMTA: d.reportingMTA, processingTimeMillis: d.processingTimeMillis, timestamp: d.timestamp, ...common }),
+      ],
+    );
+  }
+  if (report.kind === 'Bounce') {
+    const b = report.bounce;
+    const recipient = b.bouncedRecipients.find((r) => r.emailAddress.toLowerCase() === email.toEmail.toLowerCase()) ?? b.bouncedRecipients[0];
+    const permanent = b.bounceType === 'Permanent';
+    const data = {
+      bounceType: b.bounceType,
+      bounceSubType: b.bounceSubType,
+      diagnosticCode: recipient?.diagnosticCode,
+      status: recipient?.status,
+      action: recipient?.action,
+      reportingMTA: b.reportingMTA,
+      feedbackId: b.feedbackId,
+      timestamp: b.timestamp,
+      // Transient (and Undetermined) bounces are worth recording, but SES keeps retrying, so the status stays.
+      ...(permanent ? {} : { transient: true }),
+      ...common,
+    };
+    if (!permanent) return nonEmpty(await insertEmailEvent(tx, email.id, 'email.bounced', data));
+    // A permanent bounce can follow a delivery report (the receiver accepted, then bounced); it ends the story.
+    if (email.status !== 'SENT' && email.status !== 'DELIVERED') return null;
+    return tx.execute<EventRow[]>(
+      `with upd as (
+         update emails set status = 'BOUNCED', smtp_response = coalesce(?, smtp_response), error = ?, updated_at = now()
+         where id = ? and status in ('SENT', 'DELIVERED')
+         returning id, project_id, contact_id
+       )
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select ?::uuid, project_id, contact_id, 'email.bounced', ?::jsonb, 'SYSTEM', id, now() from upd where contact_id is not null
+       ${RETURNING}`,
+      [recipient?.diagnosticCode ?? null, `Bounced (${b.bounceType}${b.bounceSubType ? `/${b.bounceSubType}` : ''}), reported by Amazon SES`, email.id, uuidv7(), JSON.stringify(data)],
+    );
+  }
+  const c = report.complaint;
+  // The complaint and, when the contact was still subscribed, its unsubscription with contact.unsubscribed: one
+  // statement, so a complaint never unsubscribes without its event or records the unsubscription twice.
+  const rows = await tx.execute<EventRow[]>(
+    `with e as (select id, project_id, contact_id from emails where id = ? and contact_id is not null),
+     complained as (
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select ?::uuid, project_id, contact_id, 'email.complained', ?::jsonb, 'SYSTEM', id, now() from e
+       ${RETURNING}
+     ),
+     unsub as (
+       update contacts c set subscribed = false, updated_at = now() from e
+       where c.id = e.contact_id and c.subscribed
+       returning c.id, c.project_id, e.id as email_id
+     ),
+     unsub_event as (
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select ?::uuid, project_id, id, 'contact.unsubscribed', ?::jsonb, 'SYSTEM', email_id, now() from unsub
+       ${RETURNING}
+     )
+     select * from complained union all select * from unsub_event`,
+    [
+      email.id,
+      uuidv7(),
+      JSON.stringify({
+        complaintFeedbackType: c.complaintFeedbackType,
+        complaintSubType: c.complaintSubType ?? undefined,
+        userAgent: c.userAgent,
+        arrivalDate: c.arrivalDate,
+        feedbackId: c.feedbackId,
+        timestamp: c.timestamp,
+        ...common,
+      }),
+      uuidv7(),
+      JSON.stringify({ via: 'complaint' }),
+    ],
+  );
+  return nonEmpty(rows);
+}
+
+/** An event-only report of an email whose contact was deleted changes nothing. */
+const nonEmpty = (rows: EventRow[]) => (rows.length > 0 ? rows : null);
+
+async function insertEmailEvent(tx: EntityManager, emailId: string, name: string, data: Record<string, unknown>): Promise<EventRow[]> {
+  return tx.execute<EventRow[]>(
+    `insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+     select ?::uuid, project_id, contact_id, ?, ?::jsonb, 'SYSTEM', id, now() from emails where id = ? and contact_id is not null
+     ${RETURNING}`,
+    [uuidv7(), name, JSON.stringify(data), emailId],
+  );
+}
