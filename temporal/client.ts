@@ -119,6 +119,16 @@ export class TemporalGateway {
     return this.startOnce('contactBulk', TemporalGateway.contactBulkId(input.jobId), args, this.jobAttributes(input));
   }
 
+  /** Requests cancellation of a contact job's workflow; one that is not running (ended, never started) is fine. */
+  async cancelContactJob(input: { kind: 'import' | 'bulk'; jobId: string }): Promise<void> {
+    const workflowId = input.kind === 'import' ? TemporalGateway.contactImportId(input.jobId) : TemporalGateway.contactBulkId(input.jobId);
+    try {
+      await this.client.workflow.getHandle(workflowId).cancel();
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+
   private jobAttributes(input: { projectId: string; jobId: string }): SearchAttributePair[] {
     return [
       { key: SA.ProjectId, value: input.projectId },

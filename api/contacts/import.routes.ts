@@ -1,12 +1,11 @@
 import fs from 'node:fs/promises';
 import type { Routes } from '../route';
-import type { ApiDeps } from '../context';
 import { errorResponses } from '../common.schema';
 import { BulkJobResponse, ContactIdsBody, ImportBody, ImportJobResponse, JobIdParams, JobQueuedResponse } from './import.schema';
-import { createBulkJob, createImportJob, finishJob, getJob, type BulkJobType, type JobRow } from '../../domain/jobs/job.service';
+import { cancelJob, createBulkJob, createImportJob, finishJob, getJob, jobEnded, type BulkJobType, type JobRow } from '../../domain/jobs/job.service';
 import { CsvRejected, MAX_IMPORT_BYTES, readLayout } from '../../domain/contacts/contact-import-csv';
 import { serviceUnavailable, validationError } from '../../domain/errors';
-import type { AppContext } from '../context';
+import type { ApiDeps, AppContext } from '../context';
 
 const TAGS = ['Contacts'];
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
@@ -56,6 +55,23 @@ async function startOr503(ctx: AppContext, jobId: string, start: () => Promise<u
   }
 }
 
+/**
+ * Cancels a QUEUED or RUNNING job: its workflow is cancelled first (if Temporal is unreachable nothing changes and the
+ * caller gets 503), then the job is marked CANCELLED, which also stops any chunk not committed yet.
+ */
+async function cancel(ctx: AppContext, deps: ApiDeps, jobId: string, kind: 'import' | 'bulk'): Promise<JobRow> {
+  const projectId = ctx.state.principal!.projectId;
+  const job = await getJob(ctx.state.em, projectId, jobId, kind);
+  if (job.status !== 'QUEUED' && job.status !== 'RUNNING') throw jobEnded(job);
+  try {
+    await deps.temporal.cancelContactJob({ kind, jobId });
+  } catch (err) {
+    ctx.state.log.error({ err, jobId }, 'could not cancel job workflow');
+    throw serviceUnavailable('The job could not be cancelled; try again');
+  }
+  return cancelJob(ctx.state.em, projectId, jobId, kind === 'import' ? 'The import was cancelled' : 'The bulk job was cancelled');
+}
+
 /** CSV import and bulk contact jobs. Registered before contactRoutes, so /contacts/:id does not take these paths. */
 export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
@@ -102,6 +118,20 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     handler: async ({ ctx, params }) => ({ body: presentImportJob(await getJob(ctx.state.em, ctx.state.principal!.projectId, params.jobId, 'import')) }),
   });
 
+  routes.add({
+    method: 'post',
+    path: '/contacts/import/:jobId/cancel',
+    summary: 'Cancel a CSV import job',
+    description:
+      'Cancels the import\'s workflow and marks the job CANCELLED. Chunks of 1000 rows are committed one by one: the rows of chunks committed ' +
+      'before the cancel stay imported (and counted in `processed`), nothing is written after. 409 `JOB_ENDED` when the job already ended.',
+    tags: TAGS,
+    auth: 'secret',
+    params: JobIdParams,
+    responses: { 200: { description: 'The cancelled job', schema: ImportJobResponse }, ...errorResponses(401, 404, 409, 422, 503) },
+    handler: async ({ ctx, params }) => ({ body: presentImportJob(await cancel(ctx, deps, params.jobId, 'import')) }),
+  });
+
   const bulk: [string, BulkJobType, string][] = [
     ['/contacts/bulk-subscribe', 'BULK_SUBSCRIBE', 'Subscribe up to 1000 contacts (queued)'],
     ['/contacts/bulk-unsubscribe', 'BULK_UNSUBSCRIBE', 'Unsubscribe up to 1000 contacts (queued)'],
@@ -135,5 +165,19 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     params: JobIdParams,
     responses: { 200: { description: 'The job', schema: BulkJobResponse }, ...errorResponses(401, 404, 422) },
     handler: async ({ ctx, params }) => ({ body: presentBulkJob(await getJob(ctx.state.em, ctx.state.principal!.projectId, params.jobId, 'bulk')) }),
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/contacts/bulk/:jobId/cancel',
+    summary: 'Cancel a bulk contact job',
+    description:
+      'Cancels the job\'s workflow and marks it CANCELLED. A bulk job is applied in one transaction: cancelled before it commits, no contact ' +
+      'changes. 409 `JOB_ENDED` when the job already ended.',
+    tags: TAGS,
+    auth: 'secret',
+    params: JobIdParams,
+    responses: { 200: { description: 'The cancelled job', schema: BulkJobResponse }, ...errorResponses(401, 404, 409, 422, 503) },
+    handler: async ({ ctx, params }) => ({ body: presentBulkJob(await cancel(ctx, deps, params.jobId, 'bulk')) }),
   });
 }

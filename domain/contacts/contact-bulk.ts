@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7 } from '../ids';
 import { dispatchEvents, type RecordedEvent } from '../events/event.service';
-import { markJobRunning, withTransaction } from '../jobs/job.service';
+import { markJobRunning, withTransaction, type JobRow } from '../jobs/job.service';
 
 /**
  * Subscribe or unsubscribe the job's contacts in one statement: only contacts of the job's project are touched (other
@@ -37,7 +37,8 @@ select (select count(*) from ids)::int as total, (select count(*) from del)::int
 
 /**
  * Runs a bulk job: QUEUED -> RUNNING -> COMPLETED, the change and the counters in one transaction guarded by the
- * job's chunk row, so a retried activity never applies it twice. `changed` counts contacts whose state really changed;
+ * job's chunk row, so a retried activity never applies it twice, and by the job's status, so a job cancelled before it
+ * commits changes nothing. `changed` counts contacts whose state really changed;
  * the rest (unknown ids, other projects' ids, contacts already in the asked state) are `skipped`.
  */
 export async function runBulkJob(em: EntityManager, jobId: string): Promise<void> {
@@ -45,7 +46,18 @@ export async function runBulkJob(em: EntityManager, jobId: string): Promise<void
   if (!job) return;
   const [row] = await em.execute<{ contactIds: string[] }[]>('select contact_ids as "contactIds" from jobs where id = ?', [jobId]);
   const ids = row?.contactIds ?? [];
-  const events = await withTransaction(em, async (c) => {
+  const events = await applyBulkJob(em, job, ids).catch((err: unknown) => {
+    if (err instanceof BulkJobEnded) return [];
+    throw err;
+  });
+  await dispatchEvents(events);
+}
+
+class BulkJobEnded extends Error {}
+
+async function applyBulkJob(em: EntityManager, job: JobRow, ids: string[]): Promise<RecordedEvent[]> {
+  const jobId = job.id;
+  return withTransaction(em, async (c) => {
     const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, 0, $2) on conflict do nothing', [jobId, ids.length]);
     if (claimed.rowCount === 0) return [];
     const res =
@@ -59,11 +71,13 @@ export async function runBulkJob(em: EntityManager, jobId: string): Promise<void
             job.type === 'BULK_SUBSCRIBE' ? 'contact.subscribed' : 'contact.unsubscribed',
           ]);
     const r = res.rows[0]!;
-    await c.query(
+    const completed = await c.query(
       `update jobs set total = $2::int, processed = $2::int, changed = $3::int, skipped = $2::int - $3::int, status = 'COMPLETED', finished_at = now()
        where id = $1 and status = 'RUNNING'`,
       [jobId, r.total, r.changed],
     );
+    // Cancelled (or failed) while this ran: roll the change back, the job stays as it ended.
+    if (completed.rowCount === 0) throw new BulkJobEnded();
     return r.events.map(
       (e): RecordedEvent => ({
         id: e.id,
@@ -76,5 +90,4 @@ export async function runBulkJob(em: EntityManager, jobId: string): Promise<void
       }),
     );
   });
-  await dispatchEvents(events);
 }

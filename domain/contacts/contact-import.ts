@@ -1,61 +1,75 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PoolClient } from 'pg';
-import { uuidv7 } from '../ids';
+import { randomBytes } from 'node:crypto';
 import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { finishJob, markJobRunning, withTransaction, type ImportOptions, type JobRow, type RowError } from '../jobs/job.service';
-import { csvRows, CsvRejected, MAX_STORED_ROW_ERRORS, readLayout, type CsvRow } from './contact-import-csv';
+import { countContacts } from './contact-counts';
+import { byteOffset, CsvRejected, csvText, MAX_STORED_ROW_ERRORS, readLayout, rowData, rowHead, scanRecords, type CsvLayout, type CsvText, type RowHead } from './contact-import-csv';
+import type { ContactData } from './contact.entity';
 
-/** Rows per upsert statement (and per committed chunk). */
+/**
+ * Rows per chunk. Chunk k is records k*1000 .. k*1000+999 of the file and is committed once, with its job_chunks row,
+ * so this number must stay the same while imports run (the first version used 1000 too).
+ */
 export const IMPORT_BATCH_SIZE = 1000;
 
 /**
- * Many contacts in one statement, with the data rules of the one-contact upsert (contact.repository.ts): lock the
- * batch's existing rows in email order, insert the missing ones, merge data (`data || set`; CSV cells never delete),
- * change subscription only where the row says so, and record contact.subscribed / contact.unsubscribed for a real
- * change of an existing contact. Emails are unique within a batch. An email whose insert lost a race to another
- * writer comes back in `missed` and is run again (it is then an existing contact).
+ * Chunks written at the same time, each in its own transaction on its own connection. Their emails never overlap (the
+ * file is de-duplicated before the first chunk), so they lock different contacts; Postgres then uses both cores.
+ */
+export const IMPORT_WRITERS = 2;
+
+/**
+ * Many contacts in one statement, with the data rules of the one-contact upsert (contact.repository.ts): existing
+ * contacts are locked in email order, the missing ones inserted, data merged (`data || set`; CSV cells never delete),
+ * subscription changed only where the row says so, and contact.subscribed / contact.unsubscribed recorded for a real
+ * change of an existing contact. Existing contacts come with their id (found for the whole file before the first
+ * chunk) and are locked by it; new ones are inserted with ON CONFLICT. Neither lets the planner scan the project's
+ * contacts: with statistics that lag behind a project growing by thousands of rows a second, it chose to, on every
+ * chunk. A row whose contact appeared, vanished or changed email since the lookup comes back in `missed`.
  */
 const IMPORT_BATCH_SQL = `
 with input as (
-  select * from unnest($2::text[], $3::jsonb[], $4::boolean[], $5::uuid[], $6::uuid[]) as t(email, set_data, subscribed, new_id, sub_event_id)
+  select e as email, d as data, s as subscribed, c as contact_id, n as new_id, v as event_id
+  from jsonb_to_recordset($2::jsonb) as t(e text, d jsonb, s boolean, c uuid, n uuid, v uuid)
 ),
 locked as (
-  select c.id, c.email, c.subscribed, c.data from contacts c
-  where c.project_id = $1 and c.email = any($2::text[])
-  order by c.email for update of c
+  select c.id, c.email, c.subscribed as old_subscribed, coalesce(i.subscribed, c.subscribed) as new_subscribed,
+         c.data as old_data, c.data || i.data as new_data, i.event_id
+  from (select * from input where contact_id is not null order by email) i
+  cross join lateral (
+    select c.id, c.email, c.subscribed, c.data from contacts c
+    where c.id = i.contact_id and c.project_id = $1 and c.email = i.email
+    limit 1 for update
+  ) c
 ),
 inserted as (
   insert into contacts (id, project_id, email, subscribed, data)
-  select i.new_id, $1, i.email, coalesce(i.subscribed, $7::boolean), i.set_data
-  from input i where not exists (select 1 from locked l where l.email = i.email)
+  select i.new_id, $1, i.email, coalesce(i.subscribed, $3::boolean), i.data from input i where i.contact_id is null
   order by i.email
   on conflict (project_id, email) do nothing
   returning email
 ),
-changes as (
-  select l.id, l.email, l.subscribed as old_subscribed, coalesce(i.subscribed, l.subscribed) as new_subscribed,
-         l.data as old_data, l.data || i.set_data as new_data
-  from locked l join input i on i.email = l.email
-),
 updated as (
-  update contacts c set data = ch.new_data, subscribed = ch.new_subscribed, updated_at = now()
-  from changes ch
-  where c.id = ch.id and (ch.new_data <> ch.old_data or ch.new_subscribed <> ch.old_subscribed)
+  update contacts c set data = l.new_data, subscribed = l.new_subscribed, updated_at = now()
+  from locked l
+  where c.id = l.id and (l.new_data <> l.old_data or l.new_subscribed <> l.old_subscribed)
   returning c.id
 ),
 sub_event as (
   insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select i.sub_event_id, $1, ch.id, case when ch.new_subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
+  select l.event_id, $1, l.id, case when l.new_subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
          '{"via":"import"}'::jsonb, 'SYSTEM', now()
-  from changes ch join input i on i.email = ch.email
-  where ch.new_subscribed <> ch.old_subscribed
+  from locked l where l.new_subscribed <> l.old_subscribed
   returning id, contact_id, name, created_at
-)
-select (select count(*) from inserted)::int as created,
-       (select count(*) from changes)::int as updated,
-       (select coalesce(json_agg(i.email), '[]'::json) from input i
-         where not exists (select 1 from inserted x where x.email = i.email) and not exists (select 1 from changes ch where ch.email = i.email)) as missed,
-       (select coalesce(json_agg(json_build_object('id', id, 'contactId', contact_id, 'name', name, 'createdAt', created_at)), '[]'::json) from sub_event) as events`;
+),
+counts as (select (select count(*) from inserted)::int as created, (select count(*) from locked)::int as updated, (select count(*) from input)::int as given)
+select created, updated,
+       case when created + updated = given then '[]'::json
+            else (select coalesce(json_agg(i.email), '[]'::json) from input i
+                  where not exists (select 1 from inserted x where x.email = i.email) and not exists (select 1 from locked l where l.email = i.email)) end as missed,
+       (select coalesce(json_agg(json_build_object('id', id, 'contactId', contact_id, 'name', name, 'createdAt', created_at)), '[]'::json) from sub_event) as events
+from counts`;
 
 interface BatchResult {
   created: number;
@@ -67,76 +81,173 @@ interface BatchResult {
 interface Upsert {
   email: string;
   subscribed?: boolean;
-  data: Record<string, unknown>;
+  data: ContactData;
+  /** The existing contact with this email, if any. */
+  contactId?: string;
 }
+
+/**
+ * `n` UUIDv7 ids (the layout of ids.ts: millisecond timestamp, version, a sequence that orders the batch, variant,
+ * random bits) from one call for random bytes. uuidv7() makes one such call per id, 3 µs: a tenth of a chunk's work in
+ * Node, on a machine where Node and the writing Postgres backends share the cores.
+ */
+function uuidv7s(n: number): string[] {
+  const b = randomBytes(16 * n);
+  const now = Date.now();
+  for (let i = 0, o = 0; i < n; i++, o += 16) {
+    b.writeUIntBE(now, o, 6);
+    b[o + 6] = 0x70 | ((i >> 8) & 0x0f);
+    b[o + 7] = i & 0xff;
+    b[o + 8] = (b[o + 8]! & 0x3f) | 0x80;
+  }
+  const h = b.toString('hex');
+  const ids = new Array<string>(n);
+  for (let i = 0, x = 0; i < n; i++, x += 32) {
+    ids[i] = `${h.slice(x, x + 8)}-${h.slice(x + 8, x + 12)}-${h.slice(x + 12, x + 16)}-${h.slice(x + 16, x + 20)}-${h.slice(x + 20, x + 32)}`;
+  }
+  return ids;
+}
+
+const FIND_BY_EMAIL_SQL = 'select id, email from contacts where project_id = $1 and email = any($2::text[])';
 
 async function upsertBatch(c: PoolClient, projectId: string, defaultSubscribed: boolean, rows: Upsert[]): Promise<{ created: number; updated: number; events: RecordedEvent[] }> {
   let pending = rows;
   const total = { created: 0, updated: 0, events: [] as RecordedEvent[] };
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt === 3) throw new Error(`Contacts kept changing concurrently: ${pending.length} rows could not be written`);
-    // Not a named prepared statement: a cached generic plan of this CTE scanned the project's contacts, so every chunk
-    // got slower as the import grew; an unnamed statement is planned with the batch's values.
-    const { rows: [r] } = await c.query<BatchResult>({
-      text: IMPORT_BATCH_SQL,
-      values: [
-        projectId,
-        pending.map((p) => p.email),
-        pending.map((p) => JSON.stringify(p.data)),
-        pending.map((p) => p.subscribed ?? null),
-        pending.map(() => uuidv7()),
-        pending.map(() => uuidv7()),
-        defaultSubscribed,
-      ],
-    });
+    // Short keys, and absent values left out (null in SQL): the JSON is built, sent and parsed for every row.
+    const ids = uuidv7s(pending.length);
+    const input = pending.map((p, i) => ({
+      e: p.email,
+      d: p.data,
+      s: p.subscribed,
+      c: p.contactId,
+      // A new contact's id, or the id of the subscription event an existing contact's row may cause.
+      n: p.contactId ? undefined : ids[i],
+      v: p.contactId && p.subscribed !== undefined ? ids[i] : undefined,
+    }));
+    // An unnamed statement: planned for each chunk with the table's current size (a plan cached while the table was
+    // small would keep scanning it once it is large).
+    const { rows: [r] } = await c.query<BatchResult>(IMPORT_BATCH_SQL, [projectId, JSON.stringify(input), defaultSubscribed]);
     total.created += r!.created;
     total.updated += r!.updated;
     for (const e of r!.events) {
       total.events.push({ id: e.id, projectId, contactId: e.contactId, name: e.name, source: 'SYSTEM', data: { via: 'import' }, createdAt: new Date(e.createdAt) });
     }
+    if (r!.missed.length === 0) break;
+    // Someone else created, deleted or re-addressed these contacts since the lookup: find them again (a few rows).
     const missed = new Set(r!.missed);
-    pending = pending.filter((p) => missed.has(p.email));
+    const { rows: found } = await c.query<{ id: string; email: string }>(FIND_BY_EMAIL_SQL, [projectId, r!.missed]);
+    const byEmail = new Map(found.map((f) => [f.email, f.id]));
+    pending = pending.filter((p) => missed.has(p.email)).map((p) => ({ ...p, contactId: byEmail.get(p.email) }));
   }
   return total;
 }
 
 /**
- * Commits one chunk: its upserts, its counters and the position after it, in one transaction guarded by the chunk's
- * row in job_chunks, so a chunk is applied exactly once however often an activity is retried. Returns false when the
- * chunk was already committed (by an earlier attempt that is still running or just finished).
+ * The existing contacts among the file's emails, found once per run. Neither way depends on statistics, which lag
+ * behind a project that grows by thousands of contacts a second (a row-by-row plan chosen on them read the project's
+ * contacts once per email): a project no larger than twice the file is read whole, a larger one is probed in its
+ * unique (project, email) index.
  */
-async function commitChunk(em: EntityManager, job: JobRow, chunk: number, rows: CsvRow[]): Promise<{ applied: boolean; events: RecordedEvent[] }> {
-  // Last row wins for an email seen twice in the chunk; the earlier ones count as skipped (duplicates).
-  const byEmail = new Map<string, Upsert>();
-  const errors: RowError[] = [];
-  let duplicates = 0;
-  for (const row of rows) {
-    if (row.error || !row.email) {
-      errors.push({ line: row.line, ...(row.email ? { email: row.email } : {}), message: row.error ?? 'Missing email' });
-      continue;
-    }
-    if (byEmail.delete(row.email)) duplicates++;
-    byEmail.set(row.email, { email: row.email, subscribed: row.subscribed, data: row.data });
-  }
-  const last = rows[rows.length - 1]!;
+async function findExisting(em: EntityManager, projectId: string, projectSize: number, emails: string[]): Promise<Map<string, string>> {
+  if (emails.length === 0 || projectSize === 0) return new Map();
   return withTransaction(em, async (c) => {
-    // The chunk's position is committed with its rows: a chunk lost in a database crash is simply imported again,
-    // so waiting for the WAL flush buys nothing here.
-    await c.query('set local synchronous_commit = off');
-    const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, $2, $3) on conflict do nothing returning chunk', [job.id, chunk, rows.length]);
-    if (claimed.rowCount === 0) return { applied: false, events: [] };
-    const r = byEmail.size > 0 ? await upsertBatch(c, job.projectId, job.options.subscribed ?? true, [...byEmail.values()]) : { created: 0, updated: 0, events: [] };
-    await c.query(
-      `update jobs set processed = processed + $2, created = created + $3, updated = updated + $4, skipped = skipped + $5,
-         failed = failed + $6,
-         errors = errors || coalesce((select jsonb_agg(e) from (select e from jsonb_array_elements($7::jsonb) e
-                                       limit greatest(0, $8 - jsonb_array_length(jobs.errors))) s), '[]'::jsonb),
-         next_offset = $9, next_line = $10, next_chunk = $11 + 1
-       where id = $1`,
-      [job.id, rows.length, r.created, r.updated, duplicates, errors.length, JSON.stringify(errors), MAX_STORED_ROW_ERRORS, last.endOffset, last.endLine, chunk],
-    );
-    return { applied: true, events: r.events };
+    const found = new Map<string, string>();
+    if (projectSize > 2 * emails.length) {
+      for (const r of (await c.query<{ id: string; email: string }>(FIND_BY_EMAIL_SQL, [projectId, emails])).rows) found.set(r.email, r.id);
+      return found;
+    }
+    const wanted = new Set(emails);
+    const { rows } = await c.query<{ id: string; email: string }>('select id, email from contacts where project_id = $1', [projectId]);
+    for (const r of rows) if (wanted.has(r.email)) found.set(r.email, r.id);
+    return found;
   });
+}
+
+/**
+ * What every chunk of one run needs. The file is scanned once up front, keeping per record only what de-duplication
+ * and progress need; a chunk tokenizes its own records again for their data, so the fields of 50,000 rows are not held
+ * (and moved by the garbage collector) for the whole import.
+ */
+interface ImportPlan {
+  job: JobRow;
+  layout: CsvLayout;
+  src: CsvText;
+  /** Per record: its email and subscribed or its error; the character after it and the line there; its last line. */
+  heads: RowHead[];
+  ends: number[];
+  linesAfter: number[];
+  endLines: number[];
+  /** Byte offset after each chunk (the position columns of the job). */
+  chunkEnds: number[];
+  /** Index of the last valid row of each email: an earlier row with that email is superseded (skipped). */
+  lastRow: Map<string, number>;
+  existing: Map<string, string>;
+}
+
+class JobEnded extends Error {}
+
+/**
+ * Commits one chunk: its upserts, its counters and its job_chunks row, in one transaction, so a chunk is applied
+ * exactly once however often an activity is retried. 'taken' when the chunk was already committed (by an earlier
+ * attempt that is still running or just finished); 'ended' when the job is no longer RUNNING (cancelled or failed):
+ * then nothing of the chunk is written.
+ */
+async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): Promise<{ state: 'committed' | 'taken' | 'ended'; events: RecordedEvent[] }> {
+  const { job, heads, lastRow, existing } = plan;
+  const from = chunk * IMPORT_BATCH_SIZE;
+  const to = Math.min(from + IMPORT_BATCH_SIZE, heads.length);
+  const errors: RowError[] = [];
+  const upserts: Upsert[] = [];
+  let skipped = 0;
+  let i = from;
+  const start = from === 0 ? 0 : plan.ends[from - 1]!;
+  const line = from === 0 ? plan.layout.headerEndLine + 1 : plan.linesAfter[from - 1]!;
+  scanRecords(
+    plan.src,
+    start,
+    line,
+    (fields) => {
+      const h = heads[i]!;
+      if (h.error) errors.push({ line: h.line, ...(h.email ? { email: h.email } : {}), message: h.error });
+      else if (lastRow.get(h.email!) !== i) skipped++; // a later row with this email wins
+      else upserts.push({ email: h.email!, subscribed: h.subscribed, data: rowData(plan.layout, fields), contactId: existing.get(h.email!) });
+      i++;
+    },
+    to - from,
+  );
+  if (i !== to) throw new Error(`Chunk ${chunk} of job ${job.id} has ${i - from} records, ${to - from} expected`);
+  try {
+    return await withTransaction(
+      em,
+      async (c) => {
+        const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, $2, $3) on conflict do nothing', [job.id, chunk, to - from]);
+        if (claimed.rowCount === 0) return { state: 'taken' as const, events: [] };
+        const r = upserts.length > 0 ? await upsertBatch(c, job.projectId, job.options.subscribed ?? true, upserts) : { created: 0, updated: 0, events: [] };
+        // Chunks commit in any order: the stored errors are the lowest lines seen so far, so in the end the file's first
+        // ones; the position columns say how far the import has reached.
+        const updated = await c.query(
+          `update jobs set processed = processed + $2, created = created + $3, updated = updated + $4, skipped = skipped + $5, failed = failed + $6,
+             errors = case when $7::jsonb = '[]'::jsonb then errors else
+               (select coalesce(jsonb_agg(e order by (e->>'line')::int), '[]'::jsonb)
+                from (select e from jsonb_array_elements(errors || $7::jsonb) e order by (e->>'line')::int limit $8) s) end,
+             next_offset = greatest(next_offset, $9), next_line = greatest(next_line, $10), next_chunk = greatest(next_chunk, $11 + 1)
+           where id = $1 and status = 'RUNNING'`,
+          [job.id, to - from, r.created, r.updated, skipped, errors.length, JSON.stringify(errors), MAX_STORED_ROW_ERRORS, plan.chunkEnds[chunk], plan.endLines[to - 1], chunk],
+        );
+        // Cancelled or failed meanwhile: roll the chunk back, so nothing lands after the job ended.
+        if (updated.rowCount === 0) throw new JobEnded();
+        return { state: 'committed' as const, events: r.events };
+      },
+      // A chunk lost in a database crash is simply imported again (its job_chunks row goes with it), so waiting for
+      // the WAL flush buys nothing here.
+      { synchronousCommit: false },
+    );
+  } catch (err) {
+    if (err instanceof JobEnded) return { state: 'ended', events: [] };
+    throw err;
+  }
 }
 
 async function loadFile(em: EntityManager, jobId: string): Promise<Buffer> {
@@ -145,43 +256,118 @@ async function loadFile(em: EntityManager, jobId: string): Promise<Buffer> {
   return rows[0].content;
 }
 
-/** QUEUED -> RUNNING after checking the header. A file that is not a usable CSV throws CsvRejected (the caller fails the job). */
+/**
+ * QUEUED -> RUNNING. The file was checked at upload and importChunks reads it whole before writing anything, so an
+ * unusable file still fails the job before its first row (without loading 5 MB one more time here).
+ */
 export async function startImport(em: EntityManager, jobId: string): Promise<{ running: boolean }> {
-  const job = await markJobRunning(em, jobId);
-  if (!job) return { running: false };
-  readLayout(await loadFile(em, jobId), job.options.mapping);
-  return { running: true };
+  return { running: (await markJobRunning(em, jobId)) !== null };
 }
 
 /**
- * Imports chunks from the job's committed position until the file ends, `deadline` passes or `shouldStop` says so.
- * The rest of the file is parsed before anything is written, so a malformed file fails before its first chunk; the
- * first run also sets `total`. `onChunk` is called after each committed chunk (activities heartbeat there).
+ * Reads the whole file and plans the run: a malformed file throws CsvRejected before anything is written, `total` is
+ * set, duplicate emails are resolved (the last valid row wins) and the file's existing contacts are looked up.
+ * Returns null when every chunk is committed already.
+ */
+async function planImport(em: EntityManager, job: JobRow): Promise<{ plan: ImportPlan; pending: number[] } | null> {
+  const [file, committed, projectSize] = await Promise.all([
+    loadFile(em, job.id),
+    em.execute<{ chunk: number }[]>('select chunk from job_chunks where job_id = ?', [job.id]),
+    countContacts(em, job.projectId),
+  ]);
+  const layout = readLayout(file, job.options.mapping);
+  const src = csvText(file, layout);
+  const heads: RowHead[] = [];
+  const ends: number[] = [];
+  const linesAfter: number[] = [];
+  const endLines: number[] = [];
+  scanRecords(src, 0, layout.headerEndLine + 1, (fields, at) => {
+    heads.push(rowHead(layout, fields, at.line));
+    ends.push(at.end);
+    linesAfter.push(at.lineAfter);
+    endLines.push(at.endLine);
+  });
+  const lastRow = new Map<string, number>();
+  heads.forEach((h, i) => {
+    if (!h.error) lastRow.set(h.email!, i);
+  });
+  const chunkEnds: number[] = [];
+  for (let k = 0, char = 0, bytes = src.offset; k * IMPORT_BATCH_SIZE < heads.length; k++) {
+    const end = ends[Math.min((k + 1) * IMPORT_BATCH_SIZE, heads.length) - 1]!;
+    bytes = byteOffset(src, end, char, bytes);
+    char = end;
+    chunkEnds.push(bytes);
+  }
+  const done = new Set(committed.map((c) => c.chunk));
+  const pending: number[] = [];
+  for (let k = 0; k < chunkEnds.length; k++) if (!done.has(k)) pending.push(k);
+  if (pending.length === 0) return null;
+  const emails: string[] = [];
+  for (const k of pending) {
+    for (let i = k * IMPORT_BATCH_SIZE; i < Math.min((k + 1) * IMPORT_BATCH_SIZE, heads.length); i++) {
+      const h = heads[i]!;
+      if (!h.error && lastRow.get(h.email!) === i) emails.push(h.email!);
+    }
+  }
+  const [existing] = await Promise.all([
+    findExisting(em, job.projectId, projectSize, emails),
+    job.total === heads.length ? undefined : markJobRunning(em, job.id, heads.length),
+  ]);
+  return { plan: { job, layout, src, heads, ends, linesAfter, endLines, chunkEnds, lastRow, existing }, pending };
+}
+
+/**
+ * Imports the chunks not committed yet, IMPORT_WRITERS at a time, until all are committed (then the job is COMPLETED),
+ * `deadline` passes or `shouldStop` says so (then `done` is false and the caller runs it again). A chunk committed by
+ * someone else (a retried attempt running in parallel) also returns `done: false`, so the caller re-reads the state.
+ * `onChunk` is called after each committed chunk (activities heartbeat there).
  */
 export async function importChunks(
   em: EntityManager,
-  input: { jobId: string; deadline: number; batchSize?: number; shouldStop?: () => boolean; onChunk?: (chunk: number) => void },
+  input: { jobId: string; deadline: number; shouldStop?: () => boolean; onChunk?: (chunk: number) => void },
 ): Promise<{ done: boolean }> {
-  const batchSize = input.batchSize ?? IMPORT_BATCH_SIZE;
   const job = await markJobRunning(em, input.jobId);
   if (!job) return { done: true }; // finished (e.g. cancelled) meanwhile
-  const file = await loadFile(em, input.jobId);
-  const layout = readLayout(file, job.options.mapping);
-  const first = job.nextOffset === 0;
-  const rows = csvRows(file, layout, first ? layout.dataOffset : job.nextOffset, first ? layout.headerEndLine : job.nextLine);
-  if (first) await markJobRunning(em, input.jobId, rows.length);
-  for (let i = 0, chunk = job.nextChunk; i < rows.length; i += batchSize, chunk++) {
-    const { applied, events } = await commitChunk(em, job, chunk, rows.slice(i, i + batchSize));
-    // A chunk committed by someone else means our position is stale: return and let the caller read it again.
-    if (!applied) return { done: false };
-    await dispatchEvents(events);
-    input.onChunk?.(chunk);
-    if (i + batchSize < rows.length && (Date.now() > input.deadline || input.shouldStop?.())) return { done: false };
+  const planned = await planImport(em, job);
+  if (!planned) {
+    await finishJob(em, job.id, 'COMPLETED');
+    return { done: true };
   }
+  const { plan, pending } = planned;
+  let next = 0;
+  let stop: 'time' | 'taken' | 'ended' | 'error' | undefined;
+  const writer = async () => {
+    try {
+      while (!stop && next < pending.length) {
+        if (next > 0 && (Date.now() > input.deadline || input.shouldStop?.())) {
+          stop = 'time';
+          break;
+        }
+        const chunk = pending[next++]!;
+        const { state, events } = await commitChunk(em, plan, chunk);
+        if (state !== 'committed') {
+          stop ??= state;
+          break;
+        }
+        await dispatchEvents(events);
+        input.onChunk?.(chunk);
+      }
+    } catch (err) {
+      stop = 'error';
+      throw err;
+    }
+  };
+  const results = await Promise.allSettled(Array.from({ length: Math.min(IMPORT_WRITERS, pending.length) }, writer));
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+  if (stop === 'ended') return { done: true };
+  if (stop) return { done: false };
+  // Every chunk is committed: complete here rather than in one more activity.
+  await finishJob(em, job.id, 'COMPLETED');
   return { done: true };
 }
 
-/** RUNNING -> COMPLETED, after the last chunk. */
+/** RUNNING -> COMPLETED, after the last chunk (importChunks completes the job itself; this keeps the step explicit). */
 export async function completeImport(em: EntityManager, jobId: string): Promise<void> {
   await finishJob(em, jobId, 'COMPLETED');
 }

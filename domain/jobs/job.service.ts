@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PoolClient } from 'pg';
 import { uuidv7 } from '../ids';
-import { notFound } from '../errors';
+import { conflict, notFound } from '../errors';
 
 /**
  * Import and bulk contact jobs. States:
@@ -9,7 +9,8 @@ import { notFound } from '../errors';
  *   RUNNING   the workflow picked it up (startedAt set)
  *   COMPLETED every row / id was processed (row errors are counted, they do not fail a job)
  *   FAILED    the input as a whole is unusable (malformed CSV) or the job could not run; `message` says why
- *   CANCELLED the workflow was cancelled (e.g. in Temporal Web UI); what was committed before stays
+ *   CANCELLED cancelled through the API or in Temporal Web UI; what was committed before stays (an import keeps the
+ *             chunks committed before, a bulk job is one transaction: applied completely or not at all)
  * Transitions: QUEUED -> RUNNING -> COMPLETED | FAILED | CANCELLED, and QUEUED -> FAILED | CANCELLED.
  * Finished states are final.
  */
@@ -44,6 +45,10 @@ export interface JobRow {
   failed: number;
   errors: RowError[];
   message: string | null;
+  /**
+   * How far an import has reached: the byte offset and line after its furthest committed chunk, and that chunk + 1.
+   * Chunks commit in any order (several at a time); job_chunks says which ones are done.
+   */
   nextOffset: number;
   nextLine: number;
   nextChunk: number;
@@ -56,12 +61,15 @@ const JOB_COLUMNS = `id, project_id as "projectId", type, status, options, total
   errors, message, next_offset as "nextOffset", next_line as "nextLine", next_chunk as "nextChunk", created_at as "createdAt",
   started_at as "startedAt", finished_at as "finishedAt"`;
 
-/** Runs `fn` in one transaction on a connection of the ORM's pool (raw pg, so hot statements can be prepared). */
-export async function withTransaction<T>(em: EntityManager, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` in one transaction on a connection of the ORM's pool (raw pg, so hot statements can be prepared).
+ * `synchronousCommit: false` commits without waiting for the WAL flush, for work that is simply redone if a crash loses it.
+ */
+export async function withTransaction<T>(em: EntityManager, fn: (client: PoolClient) => Promise<T>, opts: { synchronousCommit?: boolean } = {}): Promise<T> {
   const knexClient = em.getConnection().getKnex().client;
   const conn = (await knexClient.acquireConnection()) as PoolClient;
   try {
-    await conn.query('begin');
+    await conn.query(opts.synchronousCommit === false ? 'begin; set local synchronous_commit = off' : 'begin');
     try {
       const result = await fn(conn);
       await conn.query('commit');
@@ -124,4 +132,26 @@ export async function finishJob(em: EntityManager, jobId: string, status: 'COMPL
     `update jobs set status = ?, message = coalesce(?, message), finished_at = now() where id = ? and status in ('QUEUED', 'RUNNING')`,
     [status, message ?? null, jobId],
   );
+}
+
+/** 409 for a job that already ended: cancelling it changes nothing. */
+export const jobEnded = (j: Pick<JobRow, 'status'>) =>
+  conflict('JOB_ENDED', `The job already ended (${j.status}); only a QUEUED or RUNNING job can be cancelled`);
+
+/**
+ * QUEUED | RUNNING -> CANCELLED, returning the job. Chunks commit only while their job is RUNNING, so nothing is
+ * written after this returns. A job already CANCELLED (by its workflow's cancellation, which may get there first) is
+ * returned as it is; one that completed or failed meanwhile throws 409.
+ */
+export async function cancelJob(em: EntityManager, projectId: string, jobId: string, message: string): Promise<JobRow> {
+  const rows = await em.execute<JobRow[]>(
+    `update jobs set status = 'CANCELLED', message = ?, finished_at = now()
+     where id = ? and project_id = ? and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
+    [message, jobId, projectId],
+  );
+  if (rows[0]) return rows[0];
+  const job = await findJob(em, projectId, jobId);
+  if (!job) throw notFound('Job');
+  if (job.status === 'CANCELLED') return job;
+  throw jobEnded(job);
 }

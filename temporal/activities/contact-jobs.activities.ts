@@ -10,21 +10,15 @@ const IMPORT_SLICE_MS = 60_000;
 
 export function createContactJobActivities(deps: ActivityDeps) {
   return {
-    /** QUEUED -> RUNNING after checking the header. A file that is not a usable CSV fails the job (not retried). */
+    /** QUEUED -> RUNNING; `running` is false when the job ended meanwhile (e.g. cancelled before it started). */
     async startContactImport(input: { jobId: string }): Promise<{ running: boolean }> {
-      const em = deps.orm.em.fork();
-      try {
-        return await startImport(em, input.jobId);
-      } catch (err) {
-        if (!(err instanceof CsvRejected)) throw err;
-        await finishJob(em, input.jobId, 'FAILED', err.message);
-        throw ApplicationFailure.create({ nonRetryable: true, type: 'CsvRejected', message: err.message });
-      }
+      return startImport(deps.orm.em.fork(), input.jobId);
     },
 
     /**
-     * Imports chunks from the committed position for up to a minute; `done` once the file has ended. Each chunk is
-     * committed with its counters and position, so a retry after a crash continues where the last commit left off.
+     * Reads the file (a file that is not usable CSV fails the job, not retried), then imports the chunks not committed
+     * yet for up to a minute; `done` once every chunk is committed and the job COMPLETED. Each chunk is committed with
+     * its counters, so a retry after a crash continues with the chunks that are missing.
      */
     async importContactChunks(input: { jobId: string }): Promise<{ done: boolean }> {
       const ctx = Context.current();

@@ -4,8 +4,10 @@ import type { ContactJobActivities } from '../activities/contact-jobs.activities
 export interface ContactImportInput {
   projectId: string;
   jobId: string;
-  /** Set when the workflow continued as new: the file was already checked and the job is RUNNING. */
+  /** Set when the workflow continued as new: the job is RUNNING already. */
   started?: boolean;
+  /** Slices per run before continuing as new (default MAX_SLICES_PER_RUN; tests make it small). Kept across runs. */
+  maxSlicesPerRun?: number;
 }
 
 const { startContactImport, completeContactImport, endContactJob } = proxyActivities<ContactJobActivities>({
@@ -20,7 +22,7 @@ const { importContactChunks } = proxyActivities<ContactJobActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20, nonRetryableErrorTypes: ['CsvRejected'] },
 });
 
-/** Runs before continuing as new; a 5 MB file needs a handful of slices, so this only bounds pathological cases. */
+/** Slices before continuing as new; a 5 MB file needs one, so this only bounds pathological cases. */
 const MAX_SLICES_PER_RUN = 200;
 
 /**
@@ -39,7 +41,7 @@ export async function contactImport(input: ContactImportInput): Promise<void> {
     for (let slice = 0; ; slice++) {
       const { done } = await importContactChunks({ jobId: input.jobId });
       if (done) break;
-      if (slice + 1 >= MAX_SLICES_PER_RUN || workflowInfo().continueAsNewSuggested) {
+      if (slice + 1 >= (input.maxSlicesPerRun ?? MAX_SLICES_PER_RUN) || workflowInfo().continueAsNewSuggested) {
         continueNow = true;
         break;
       }

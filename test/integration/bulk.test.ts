@@ -95,4 +95,39 @@ describe('bulk contact jobs', () => {
       await connection.close();
     }
   });
+
+  test('a bulk job cancelled before it ran changes nothing, even when its workflow runs afterwards; cancel again -> 409', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const ids = await seedContacts(project.projectId, 2, (i) => ({ email: `k${i}-${tag}@example.com`, subscribed: true }));
+    // A queued job whose workflow has not run yet (stored as POST /contacts/bulk-unsubscribe stores it).
+    const jobId = randomUUID();
+    await db().query(`insert into jobs (id, project_id, type, contact_ids, total) values ($1, $2, 'BULK_UNSUBSCRIBE', $3::uuid[], 2)`, [jobId, project.projectId, ids]);
+    expect((await api('POST', `/contacts/bulk/${jobId}/cancel`, { key: other.secretKey })).status).toBe(404);
+    const cancelled = await api('POST', `/contacts/bulk/${jobId}/cancel`, { key: project.secretKey });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ jobId, type: 'BULK_UNSUBSCRIBE', status: 'CANCELLED', processed: 0, message: 'The bulk job was cancelled' });
+    const connection = await Connection.connect({ address: stackEnv().temporalAddress });
+    try {
+      await new Client({ connection }).workflow.execute('contactBulk', { taskQueue: 'mailwright', workflowId: `contact-bulk/${jobId}`, args: [{ projectId: project.projectId, jobId }] });
+    } finally {
+      await connection.close();
+    }
+    expect(await state(ids)).toEqual(ids.map((id) => [id, true]).sort());
+    expect((await api('GET', `/contacts/bulk/${jobId}`, { key: project.secretKey })).body).toMatchObject({ status: 'CANCELLED', processed: 0, changed: 0 });
+    const again = await api('POST', `/contacts/bulk/${jobId}/cancel`, { key: project.secretKey });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('JOB_ENDED');
+  });
+
+  test('cancel: a completed bulk job -> 409 JOB_ENDED and stays applied; an import job id -> 404', async () => {
+    const tag = randomUUID().slice(0, 8);
+    const ids = await seedContacts(project.projectId, 1, () => ({ email: `q-${tag}@example.com`, subscribed: true }));
+    const res = await api('POST', '/contacts/bulk-unsubscribe', { key: project.secretKey, body: { contactIds: ids } });
+    expect(await waitForBulk(project, res.body.jobId)).toMatchObject({ status: 'COMPLETED', changed: 1 });
+    const ended = await api('POST', `/contacts/bulk/${res.body.jobId}/cancel`, { key: project.secretKey });
+    expect(ended.status).toBe(409);
+    expect(ended.body.error.message).toMatch(/COMPLETED/);
+    expect(await state(ids)).toEqual([[ids[0], false]]);
+    expect((await api('POST', `/contacts/import/${res.body.jobId}/cancel`, { key: project.secretKey })).status).toBe(404);
+  });
 });

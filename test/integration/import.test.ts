@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { api } from '../helpers/api';
 import { closeDb, db } from '../helpers/db';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
+import { seedContacts } from '../helpers/seed';
+import { Client, Connection } from '@temporalio/client';
 import { stackEnv } from '../stack-env';
 
 let project: TestProject;
@@ -72,6 +74,23 @@ describe('POST /contacts/import (CSV)', () => {
     expect(await contactsOf(project.projectId, email)).toEqual([{ email, subscribed: false, data: { plan: 'pro', city: 'Oslo' } }]);
     const events = await db().query(`select name, data, source from events where contact_id = $1`, [created.body.id]);
     expect(events.rows).toEqual([{ name: 'contact.unsubscribed', data: { via: 'import' }, source: 'SYSTEM' }]);
+  });
+
+  test("isolation: emails that exist in another project are new contacts here; the other project's contacts are not read or changed", async () => {
+    const tag = randomUUID().slice(0, 8);
+    const emails = [`s1-${tag}@example.com`, `s2-${tag}@example.com`];
+    await seedContacts(other.projectId, 2, (i) => ({ email: emails[i]!, subscribed: true, data: { plan: 'other' } }));
+    const mine = await seedContacts(project.projectId, 1, () => ({ email: emails[1]!, subscribed: true, data: { city: 'Oslo' } }));
+    const res = await upload(project, `email,plan,subscribed\n${emails[0]},pro,no\n${emails[1]},team,no\n`);
+    expect(await waitForJob(project, res.body.jobId)).toMatchObject({ status: 'COMPLETED', created: 1, updated: 1 });
+    expect(await contactsOf(project.projectId, `%-${tag}@example.com`)).toEqual([
+      { email: emails[0], subscribed: false, data: { plan: 'pro' } },
+      { email: emails[1], subscribed: false, data: { city: 'Oslo', plan: 'team' } },
+    ]);
+    expect(await contactsOf(other.projectId, `%-${tag}@example.com`)).toEqual(emails.map((email) => ({ email, subscribed: true, data: { plan: 'other' } })));
+    const events = await db().query(`select contact_id, name from events where project_id = $1 and contact_id = $2`, [project.projectId, mine[0]]);
+    expect(events.rows).toEqual([{ contact_id: mine[0], name: 'contact.unsubscribed' }]);
+    expect((await db().query(`select count(*)::int as n from events where project_id = $1`, [other.projectId])).rows[0].n).toBe(0);
   });
 
   test('tab delimiter, a mapping and the subscribed default for new contacts', async () => {
@@ -152,6 +171,74 @@ describe('POST /contacts/import (CSV)', () => {
     expect(schema.required).toContain('file');
     for (const path of ['/contacts/import/{jobId}', '/contacts/bulk/{jobId}']) expect(doc.paths[path].get).toBeTruthy();
     for (const path of ['/contacts/bulk-subscribe', '/contacts/bulk-unsubscribe', '/contacts/bulk-delete']) expect(doc.paths[path].post.responses['202']).toBeTruthy();
+    for (const path of ['/contacts/import/{jobId}/cancel', '/contacts/bulk/{jobId}/cancel']) expect(doc.paths[path].post.responses['409']).toBeTruthy();
+  });
+
+  test('across chunks (written in parallel): the last row of an email wins whole, earlier ones are skipped; the first 100 errors by line are kept', async () => {
+    const p = await createTestProject('Import chunks');
+    const lines = ['email,city,plan'];
+    for (let i = 0; i < 2_500; i++) {
+      if (i % 20 === 7) lines.push(`broken-${i},Oslo,free`); // 125 invalid emails, in every chunk
+      else if (i === 2_400) lines.push('x10@example.com,,team'); // row 10 again, in the third chunk
+      else lines.push(`x${i}@example.com,Oslo,free`);
+    }
+    const res = await upload(p, lines.join('\n') + '\n');
+    const job = await waitForJob(p, res.body.jobId);
+    expect(job).toMatchObject({ status: 'COMPLETED', total: 2_500, processed: 2_500, failed: 125, skipped: 1, created: 2_374, updated: 0 });
+    const brokenLines = Array.from({ length: 2_500 }, (_, i) => i).filter((i) => i % 20 === 7).map((i) => i + 2);
+    expect(job.errors).toHaveLength(100);
+    expect(job.errors.map((e: { line: number }) => e.line)).toEqual(brokenLines.slice(0, 100));
+    expect(job.errors[0]).toEqual({ line: 9, email: 'broken-7', message: 'Invalid email address "broken-7"' });
+    // Not merged with row 10's city: a superseded row is not imported at all.
+    expect(await contactsOf(p.projectId, 'x10@example.com')).toEqual([{ email: 'x10@example.com', subscribed: true, data: { plan: 'team' } }]);
+    const counts = await db().query('select count(*)::int as n from contacts where project_id = $1', [p.projectId]);
+    expect(counts.rows[0].n).toBe(2_374);
+  });
+
+  test('cancelling a large import mid-way: CANCELLED at once, the committed chunks stay, nothing is written after; 409 once ended, 404 elsewhere', async () => {
+    const p = await createTestProject('Import cancel');
+    const rows = 80_000;
+    const lines = ['email,plan'];
+    for (let i = 0; i < rows; i++) lines.push(`c${i}@example.com,pro`);
+    const res = await upload(p, lines.join('\n') + '\n');
+    expect(res.status).toBe(202);
+    await waitForJob(p, res.body.jobId, 60_000, (j) => j.processed > 0 || !['QUEUED', 'RUNNING'].includes(j.status));
+    expect((await api('POST', `/contacts/import/${res.body.jobId}/cancel`, { key: other.secretKey })).status).toBe(404);
+    const cancelled = await api('POST', `/contacts/import/${res.body.jobId}/cancel`, { key: p.secretKey });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ jobId: res.body.jobId, status: 'CANCELLED', total: rows, message: 'The import was cancelled' });
+    expect(cancelled.body.processed).toBeGreaterThan(0);
+    expect(cancelled.body.processed).toBeLessThan(rows);
+    expect(cancelled.body.finishedAt).toBeTruthy();
+    // The workflow ends cancelled (visible as such in Temporal Web UI).
+    const connection = await Connection.connect({ address: stackEnv().temporalAddress });
+    try {
+      const handle = new Client({ connection }).workflow.getHandle(`contact-import/${res.body.jobId}`);
+      await expect(handle.result()).rejects.toThrow();
+      expect((await handle.describe()).status.name).toBe('CANCELLED');
+    } finally {
+      await connection.close();
+    }
+    const job = (await api('GET', `/contacts/import/${res.body.jobId}`, { key: p.secretKey })).body;
+    expect(job).toMatchObject({ status: 'CANCELLED', processed: cancelled.body.processed, created: cancelled.body.processed });
+    const stored = await db().query('select count(*)::int as n from contacts where project_id = $1', [p.projectId]);
+    const chunks = await db().query('select coalesce(sum(rows), 0)::int as r from job_chunks where job_id = $1', [res.body.jobId]);
+    expect(stored.rows[0].n).toBe(cancelled.body.processed);
+    expect(chunks.rows[0].r).toBe(cancelled.body.processed);
+    const again = await api('POST', `/contacts/import/${res.body.jobId}/cancel`, { key: p.secretKey });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('JOB_ENDED');
+  }, 120_000);
+
+  test('cancel: a completed import -> 409 JOB_ENDED; an unknown id or a bulk job id -> 404', async () => {
+    const res = await upload(project, `email\ndone-${randomUUID().slice(0, 8)}@example.com\n`);
+    expect((await waitForJob(project, res.body.jobId)).status).toBe('COMPLETED');
+    const ended = await api('POST', `/contacts/import/${res.body.jobId}/cancel`, { key: project.secretKey });
+    expect(ended.status).toBe(409);
+    expect(ended.body.error).toMatchObject({ code: 'JOB_ENDED', message: expect.stringMatching(/COMPLETED/) });
+    expect((await api('POST', `/contacts/import/${randomUUID()}/cancel`, { key: project.secretKey })).status).toBe(404);
+    expect((await api('POST', `/contacts/bulk/${res.body.jobId}/cancel`, { key: project.secretKey })).status).toBe(404);
+    expect((await api('POST', `/contacts/import/${res.body.jobId}/cancel`, { key: project.publicKey })).status).toBe(401);
   });
 
   test('a worker killed in the middle of a large import: the import resumes, no duplicate rows, exact final counts', async () => {
@@ -159,7 +246,7 @@ describe('POST /contacts/import (CSV)', () => {
     const rows = 60_000;
     const lines = ['email,plan,score,city'];
     for (let i = 0; i < rows; i++) lines.push(`r${i}@example.com,${i % 2 ? 'pro' : 'free'},${i},"City ${i % 50}"`);
-    lines.push('r5@example.com,vip,5,"City 5"'); // a duplicate in the last chunk: an update of row 5
+    lines.push('r5@example.com,vip,5,"City 5"'); // a duplicate in the last chunk: it wins, row 5 (first chunk) is skipped
     const res = await upload(p, lines.join('\n') + '\n');
     expect(res.status).toBe(202);
     const midway = await waitForJob(p, res.body.jobId, 60_000, (j) => j.processed > 0 || j.status !== 'QUEUED' && j.status !== 'RUNNING');
@@ -170,7 +257,7 @@ describe('POST /contacts/import (CSV)', () => {
     const afterKill = (await api('GET', `/contacts/import/${res.body.jobId}`, { key: p.secretKey })).body;
     expect(afterKill.processed).toBeLessThan(rows + 1);
     const job = await waitForJob(p, res.body.jobId, 120_000);
-    expect(job).toMatchObject({ status: 'COMPLETED', total: rows + 1, processed: rows + 1, created: rows, updated: 1, skipped: 0, failed: 0 });
+    expect(job).toMatchObject({ status: 'COMPLETED', total: rows + 1, processed: rows + 1, created: rows, updated: 0, skipped: 1, failed: 0 });
     const counts = await db().query(`select count(*)::int as n, count(distinct email)::int as d from contacts where project_id = $1`, [p.projectId]);
     expect(counts.rows[0]).toEqual({ n: rows, d: rows });
     const r5 = await db().query(`select data from contacts where project_id = $1 and email = 'r5@example.com'`, [p.projectId]);

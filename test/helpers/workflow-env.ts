@@ -1,0 +1,18 @@
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { resolveTemporalBinary } from '../../scripts/services/temporal-server';
+
+/**
+ * A throw-away Temporal dev server (the CLI the stack uses, when it is built) and the workflows bundled once, for
+ * workflow tests with activity doubles. Call from beforeAll; tear `env` down in afterAll.
+ */
+export async function workflowTestEnv(): Promise<{ env: TestWorkflowEnvironment; bundle: WorkflowBundle }> {
+  const binary = resolveTemporalBinary(() => undefined);
+  const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const [env, bundle] = await Promise.all([
+    TestWorkflowEnvironment.createLocal({ server: binary ? { executable: { type: 'existing-path', path: binary } } : undefined }),
+    bundleWorkflowCode({ workflowsPath: path.join(__dirname, '..', '..', 'temporal', 'workflows'), logger: quiet }),
+  ]);
+  return { env, bundle };
+}
