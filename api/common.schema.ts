@@ -25,6 +25,7 @@ export function errorResponses(...statuses: number[]): Record<number, { descript
     409: 'Conflict',
     413: 'Body too large',
     422: 'Validation failed (VALIDATION_ERROR with field errors)',
+    429: "The project's request budget is spent (RATE_LIMIT_EXCEEDED); see Retry-After",
     503: 'A dependency is unavailable; nothing was done',
   };
   return Object.fromEntries(statuses.map((s) => [s, { description: text[s] ?? 'Error', schema: ErrorEnvelope }]));

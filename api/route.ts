@@ -8,6 +8,7 @@ import type { AppContext, AppState, ApiDeps } from './context';
 import { requireApiKey, requireSession } from './middleware/auth';
 import { AppError, validationError } from '../domain/errors';
 import { zodFieldErrors } from './validation';
+import { errorResponses } from './common.schema';
 
 export type AuthMode = 'secret' | 'public' | 'session' | 'none';
 
@@ -126,7 +127,9 @@ export class Routes {
 
   private register<B, Q, P>(def: RouteDef<B, Q, P>): void {
     const responses: RouteConfig['responses'] = {};
-    for (const [status, r] of Object.entries(def.responses)) {
+    // Every API-key route is subject to the per-project rate limit.
+    const declared: RouteDef<B, Q, P>['responses'] = def.auth === 'secret' || def.auth === 'public' ? { ...def.responses, ...errorResponses(429) } : def.responses;
+    for (const [status, r] of Object.entries(declared)) {
       const type = r.contentType ?? 'application/json';
       responses[status] = r.schema ? { description: r.description, content: { [type]: { schema: r.schema } } } : { description: r.description };
     }

@@ -9,6 +9,8 @@ import { createApp } from './app';
 import { ChangeFeed } from '../domain/cache/change-feed';
 import { createKeyLookupCache } from '../domain/projects/project.service';
 import { createDomainStatusCache } from '../domain/domains/domain.service';
+import { RateLimiter } from '../domain/rate-limit/rate-limiter';
+import { PgRateLimitStore } from '../domain/rate-limit/rate-limit.store';
 
 /** Starts the HTTP API; resolves with a function that stops it gracefully. */
 export async function startApi(): Promise<{ server: http.Server; stop: () => Promise<void> }> {
@@ -23,6 +25,8 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
     { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 40 },
   );
   const contactIntake = new ContactIntake(orm, { maxBatch: 100, maxWaitMs: 2 });
+  const rateLimiter = cfg.rateLimit.limit > 0 ? new RateLimiter(new PgRateLimitStore(cfg.database.url), cfg.rateLimit) : undefined;
+  rateLimiter?.start();
   const app = createApp({
     config: cfg,
     orm,
@@ -30,6 +34,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
     intake,
     contactIntake,
     caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed) },
+    rateLimiter,
   });
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
@@ -45,6 +50,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
       clearTimeout(force);
       intake.flushAll();
       contactIntake.flushAll();
+      await rateLimiter?.stop();
       await feed.close();
       await temporal.close();
       await orm.close();

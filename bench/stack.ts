@@ -15,7 +15,9 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
     { dataDir, persistent: false, ports: { postgres: pg, temporal, smtp, mailboxWeb: web }, log: (m) => console.log(`[stack] ${m}`) },
     { SMTP_URL: opts.smtpUrl },
   );
-  const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: String(apiPort) };
+  // The API rate limit is off: benchmarks measure throughput far above one project's budget.
+  // BENCH_RATE_LIMIT_PER_MINUTE turns it on (e.g. very high, to measure the limiter's own cost).
+  const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: String(apiPort), RATE_LIMIT_PER_MINUTE: process.env.BENCH_RATE_LIMIT_PER_MINUTE ?? '0' };
   const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs });
   const worker = startTsProcess('worker', 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, 'worker.log') });
   const apiUrl = `http://127.0.0.1:${apiPort}`;

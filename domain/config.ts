@@ -104,6 +104,11 @@ const schema = z
       })
       .default(new RegExp(DEFAULT_SNS_URL_PATTERN)),
     SNS_HTTP_TIMEOUT: duration(100).default(5_000),
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).max(1_000_000_000).default(1000),
+    // The budget is per window; the variable's name says minute because that is the default and SPEC.md's unit.
+    RATE_LIMIT_WINDOW: duration(1_000)
+      .refine((ms) => ms % 1_000 === 0, 'must be a whole number of seconds (the RateLimit-Policy header counts seconds)')
+      .default(60_000),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -154,6 +159,8 @@ function buildConfig(env: z.infer<typeof schema>) {
       /** How long a required record of a VERIFIED domain may be missing before the domain goes back to PENDING. */
       demoteAfterMs: env.DOMAIN_DEMOTE_AFTER,
     },
+    /** Per-project budget of API-key requests (api/middleware/rate-limit.ts); `limit` 0 = off. */
+    rateLimit: { limit: env.RATE_LIMIT_PER_MINUTE, windowMs: env.RATE_LIMIT_WINDOW },
     /** Amazon SES delivery reports through SNS (`POST /webhooks/sns`). */
     sns: {
       /** Accepted TopicArns; empty = any. */

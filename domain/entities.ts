@@ -10,6 +10,7 @@ import { Segment, SegmentMembership } from './segments/segment.entity';
 import { Job, ContactImportFile, JobChunk } from './jobs/job.entity';
 import { Template } from './templates/template.entity';
 import { ProcessedSnsMessage } from './webhooks/processed-sns-message.entity';
+import { RateLimitWindow } from './rate-limit/rate-limit-window.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage];
+export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow];

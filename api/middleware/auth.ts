@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import type { AppContext, AppState, ApiDeps } from '../context';
 import { authenticateApiKey } from '../../domain/projects/project.service';
 import { AppError } from '../../domain/errors';
+import { enforceRateLimit } from './rate-limit';
 
 export const SESSION_COOKIE = 'mailwright_session';
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
@@ -13,10 +14,12 @@ function bearer(ctx: AppContext): string | undefined {
   return match?.[1];
 }
 
-/** API-key auth: the project comes from the key. `allowPublic` only for POST /v1/track. */
+/** API-key auth: the project comes from the key, and the request counts against its rate limit. `allowPublic` only for POST /v1/track. */
 export function requireApiKey(deps: ApiDeps, allowPublic: boolean): Koa.Middleware<AppState> {
   return async (ctx: AppContext, next) => {
     ctx.state.principal = await authenticateApiKey(ctx.state.em, bearer(ctx), { allowPublic, cache: deps.caches.keys });
+    // Counted once the project is known and before the body is read: a refused request costs no parsing.
+    if (deps.rateLimiter) await enforceRateLimit(ctx, deps.rateLimiter, ctx.state.principal.projectId);
     await next();
   };
 }

@@ -77,6 +77,8 @@ describe('OpenAPI', () => {
     expect(res.body.openapi).toBe('3.1.0');
     const send = res.body.paths['/v1/send'].post;
     expect(send.security).toEqual([{ secretKey: [] }]);
+    expect(send.responses['429'].description).toMatch(/RATE_LIMIT_EXCEEDED/);
+    expect(res.body.paths['/auth/login'].post.responses['429']).toBeUndefined();
     const schema = res.body.components.schemas.SendRequest;
     // subject, body and from may come from a template; only `to` is always required.
     expect(schema.required).toEqual(['to']);
