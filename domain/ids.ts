@@ -1,4 +1,16 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
+
+/** Random bytes drawn in blocks: one call per 256 ids instead of two per id (ids are made on every hot path). */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+function random(n: number): Buffer {
+  if (poolOffset + n > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  poolOffset += n;
+  return pool.subarray(poolOffset - n, poolOffset);
+}
 
 /**
  * UUIDv7 (RFC 9562): 48-bit millisecond timestamp + random bits. Ids sort by creation time, which keeps
@@ -12,16 +24,21 @@ export function uuidv7(now = Date.now()): string {
     seq = (seq + 1) & 0xfff;
     if (seq === 0) now = ++lastMs;
   } else {
-    seq = randomBytes(2).readUInt16BE(0) & 0x7ff;
+    seq = random(2).readUInt16BE(0) & 0x7ff;
   }
   lastMs = now;
-  const b = randomBytes(16);
+  const b = Buffer.from(random(16));
   b.writeUIntBE(now, 0, 6);
   b[6] = 0x70 | (seq >> 8);
   b[7] = seq & 0xff;
   b[8] = (b[8]! & 0x3f) | 0x80;
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** `n` ids in creation order. */
+export function uuidv7s(n: number): string[] {
+  return Array.from({ length: n }, () => uuidv7());
 }
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

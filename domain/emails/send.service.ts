@@ -6,7 +6,7 @@ import type { ProjectSettings } from '../projects/project.entity';
 import { assertSenderDomain, type DomainStatusCache } from '../domains/domain.service';
 import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { validationError, AppError } from '../errors';
-import { findTemplate } from '../templates/template.service';
+import { templateForSend } from '../templates/template.service';
 import { compileBody, renderBody, renderSubject } from '../rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders } from '../tracking';
 import type { EmailIntake, NewEmail } from './email-intake';
@@ -61,7 +61,7 @@ export async function acceptSend(
   deps: { intake: EmailIntake; contacts: ContactIntake; domainCache?: DomainStatusCache; limits: SendLimits },
   req: SendRequest,
 ): Promise<AcceptedEmail[]> {
-  const template = req.templateId ? await findTemplate(em, req.projectId, req.templateId) : undefined;
+  const template = req.templateId ? await templateForSend(em, req.projectId, req.templateId) : undefined;
   const kind = template?.type ?? 'TRANSACTIONAL';
   const from: Address | undefined = req.from ?? (template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined);
   const subject = req.subject ?? template?.subject;
