@@ -18,6 +18,7 @@ async function main() {
     smtpUrl: sink.url,
     // e.g. API_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the API under load
     apiNodeArgs: process.env.API_NODE_ARGS?.split(' ').filter(Boolean),
+    workerNodeArgs: process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean),
   });
   try {
     const { secretKey } = await benchProject(stack.apiUrl, stack.db, DOMAIN);

@@ -7,7 +7,7 @@ import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/ser
 import { freePort } from '../scripts/services/process';
 
 /** The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker. */
-export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerEnv?: Record<string, string> }) {
+export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerNodeArgs?: string[]; workerEnv?: Record<string, string> }) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-bench-'));
   fs.chmodSync(dataDir, 0o755);
   const [pg, temporal, smtp, web, apiPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
@@ -19,7 +19,7 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
   // BENCH_RATE_LIMIT_PER_MINUTE turns it on (e.g. very high, to measure the limiter's own cost).
   const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: String(apiPort), RATE_LIMIT_PER_MINUTE: process.env.BENCH_RATE_LIMIT_PER_MINUTE ?? '0' };
   const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs });
-  const worker = startTsProcess('worker', 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, 'worker.log') });
+  const worker = startTsProcess('worker', 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, 'worker.log'), nodeArgs: opts.workerNodeArgs });
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const db = new Pool({ connectionString: infra.env.DATABASE_URL, max: 2 });
   const stop = async () => {
