@@ -2,22 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { api } from '../helpers/api';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { breakName, removeName, setRecords } from '../helpers/dns';
+import type { VerifyResult } from '../../domain/verify/email-verifier';
 
-interface VerifyData {
-  email: string;
-  normalizedEmail: string | null;
-  valid: boolean;
-  isDisposable: boolean;
-  isAlias: boolean;
-  isTypo: boolean;
-  isPlusAddressed: boolean;
-  isPersonalEmail: boolean;
-  domainExists: boolean;
-  hasWebsite: boolean;
-  hasMxRecords: boolean;
-  suggestion: string | null;
-  reasons: string[];
-}
+/** The response's `data`: the domain's result type (the API returns it as is). */
+type VerifyData = VerifyResult;
 
 let project: TestProject;
 /** Every name this file publishes lives under its own zone; labels are chosen so the spell checker leaves them alone. */
