@@ -3,8 +3,13 @@ import { MikroORM, defineConfig, type Options, type EntityManager } from '@mikro
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities';
 
-/** ORM options for a database URL. Schema changes only ever come from migrations/ (never schema sync). */
-export function ormOptions(databaseUrl: string, poolMax = 20): Options {
+/**
+ * ORM options for a database URL. Schema changes only ever come from migrations/ (never schema sync). The migration
+ * snapshot is read and written only by the tools that create migrations (`snapshot: true`): the migrator rewrites it
+ * from the database after every `up()`, which in the API, the worker, `npm start` and the tests would dirty the
+ * working tree with whatever schema that database happens to have.
+ */
+export function ormOptions(databaseUrl: string, poolMax = 20, opts: { snapshot?: boolean } = {}): Options {
   return defineConfig({
     clientUrl: databaseUrl,
     entities,
@@ -20,14 +25,14 @@ export function ormOptions(databaseUrl: string, poolMax = 20): Options {
       glob: '!(*.d).{js,ts}',
       transactional: true,
       allOrNothing: true,
-      snapshot: true,
+      snapshot: opts.snapshot ?? false,
       snapshotName: '.snapshot-mailwright',
     },
   });
 }
 
-export async function initOrm(databaseUrl: string, poolMax?: number): Promise<MikroORM> {
-  return MikroORM.init(ormOptions(databaseUrl, poolMax));
+export async function initOrm(databaseUrl: string, poolMax?: number, opts?: { snapshot?: boolean }): Promise<MikroORM> {
+  return MikroORM.init(ormOptions(databaseUrl, poolMax, opts));
 }
 
 /** Applies pending migrations; returns the names applied. */

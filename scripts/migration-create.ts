@@ -5,7 +5,7 @@ import { initOrm } from '../domain/orm';
 
 async function main() {
   const url = process.env.DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5433/mailwright';
-  const orm = await initOrm(url, 2);
+  const orm = await initOrm(url, 2, { snapshot: true });
   try {
     if (process.argv.includes('--refresh-snapshot')) {
       const diff = await orm.getSchemaGenerator().getUpdateSchemaSQL({ wrap: false });
