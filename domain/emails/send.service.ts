@@ -130,7 +130,7 @@ export async function acceptSend(
       subject: renderSubject(subject, variables),
       html,
       text,
-      headers: { ...(req.headers ?? {}), ...(kind === 'MARKETING' ? listUnsubscribeHeaders(up.contact.id, from.email) : {}) },
+      headers: { ...(req.headers ?? {}), ...(kind === 'MARKETING' ? listUnsubscribeHeaders(links, from.email) : {}) },
       attachmentIds: [],
     });
     accepted.push({ contactId: up.contact.id, contactEmail: up.contact.email, emailId });

@@ -1,6 +1,7 @@
 import { QuoteType, Tokenizer } from 'htmlparser2';
 import { config } from '../config';
 import { linkTokens } from './tokens';
+import { emailDomain } from '../contacts/email-address';
 
 /** What link building needs from the configuration (the API and worker pass `config()`, tests their own). */
 export interface LinkConfig {
@@ -149,6 +150,8 @@ export interface ContactLinks {
   manageUrl: string;
   /** The RFC 8058 one-click target (POST `List-Unsubscribe=One-Click`); the same URL as unsubscribeUrl. */
   oneClickUrl: string;
+  /** The signed contact token all of them carry. */
+  token: string;
 }
 
 /** A contact's signed subscription links (template variables `unsubscribeUrl`, `subscribeUrl`, `manageUrl`). */
@@ -160,23 +163,23 @@ export function contactLinks(contactId: string, cfg: LinkConfig = config()): Con
     subscribeUrl: `${cfg.publicUrl}${PUBLIC_PATHS.subscribe}${token}`,
     manageUrl: `${cfg.publicUrl}${PUBLIC_PATHS.manage}${token}`,
     oneClickUrl: unsubscribeUrl,
+    token,
   };
 }
 
 /**
- * `List-Unsubscribe` (the https one-click URL, then a mailto:) and `List-Unsubscribe-Post` (RFC 8058) for a contact.
+ * `List-Unsubscribe` (the https one-click URL, then a mailto:) and `List-Unsubscribe-Post` (RFC 8058) for a contact's
+ * links (contactLinks: the token is signed once per recipient).
  * The mailto goes to unsubscribe@<sender's domain> with the token in the subject, or to UNSUBSCRIBE_MAILTO; nothing
  * processes that mailbox yet (inbound mail is not built), so set UNSUBSCRIBE_MAILTO=off to offer https only.
  */
-export function listUnsubscribeHeaders(contactId: string, senderEmail: string, cfg: LinkConfig = config()): Record<string, string> {
-  const links = contactLinks(contactId, cfg);
+export function listUnsubscribeHeaders(links: ContactLinks, senderEmail: string, cfg: LinkConfig = config()): Record<string, string> {
   const entries = [`<${links.oneClickUrl}>`];
   if (cfg.unsubscribeMailto !== 'off') {
-    const at = senderEmail.lastIndexOf('@');
-    if (at < 0 && !cfg.unsubscribeMailto) throw new Error(`Not an email address: ${senderEmail}`);
-    const mailbox = cfg.unsubscribeMailto ?? `unsubscribe@${senderEmail.slice(at + 1).toLowerCase()}`;
-    const token = links.oneClickUrl.slice(links.oneClickUrl.lastIndexOf('/') + 1);
-    entries.push(`<mailto:${mailbox}?subject=${encodeURIComponent(`unsubscribe ${token}`)}>`);
+    const domain = emailDomain(senderEmail);
+    if (!domain && !cfg.unsubscribeMailto) throw new Error(`Not an email address: ${senderEmail}`);
+    const mailbox = cfg.unsubscribeMailto ?? `unsubscribe@${domain}`;
+    entries.push(`<mailto:${mailbox}?subject=${encodeURIComponent(`unsubscribe ${links.token}`)}>`);
   }
   return { 'List-Unsubscribe': entries.join(', '), 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
 }

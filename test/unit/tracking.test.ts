@@ -176,12 +176,13 @@ describe('contact links and List-Unsubscribe', () => {
       subscribeUrl: `https://mail.example.com/subscribe/${token}`,
       manageUrl: `https://mail.example.com/manage/${token}`,
       oneClickUrl: `https://mail.example.com/unsubscribe/${token}`,
+      token,
     });
     expect(contactLinks(randomUUID(), cfg).unsubscribeUrl).not.toBe(links.unsubscribeUrl);
   });
 
   test('List-Unsubscribe has the https URL and a mailto on the sender domain; List-Unsubscribe-Post is one-click', () => {
-    const headers = listUnsubscribeHeaders(contactId, 'News@Mail.Shop.Example', cfg);
+    const headers = listUnsubscribeHeaders(contactLinks(contactId, cfg), 'News@Mail.Shop.Example', cfg);
     const token = contactLinks(contactId, cfg).unsubscribeUrl.split('/').pop()!;
     expect(headers).toEqual({
       'List-Unsubscribe': `<https://mail.example.com/unsubscribe/${token}>, <mailto:unsubscribe@mail.shop.example?subject=unsubscribe%20${token}>`,
@@ -190,9 +191,9 @@ describe('contact links and List-Unsubscribe', () => {
   });
 
   test('UNSUBSCRIBE_MAILTO overrides the mailbox, and `off` leaves https only', () => {
-    expect(listUnsubscribeHeaders(contactId, 'a@b.example', { ...cfg, unsubscribeMailto: 'leave@ops.example' })['List-Unsubscribe']).toMatch(
+    expect(listUnsubscribeHeaders(contactLinks(contactId, cfg), 'a@b.example', { ...cfg, unsubscribeMailto: 'leave@ops.example' })['List-Unsubscribe']).toMatch(
       /, <mailto:leave@ops\.example\?subject=unsubscribe%20[A-Za-z0-9_-]+>$/,
     );
-    expect(listUnsubscribeHeaders(contactId, 'a@b.example', { ...cfg, unsubscribeMailto: 'off' })['List-Unsubscribe']).toMatch(/^<https:\/\/[^>]+>$/);
+    expect(listUnsubscribeHeaders(contactLinks(contactId, cfg), 'a@b.example', { ...cfg, unsubscribeMailto: 'off' })['List-Unsubscribe']).toMatch(/^<https:\/\/[^>]+>$/);
   });
 });
