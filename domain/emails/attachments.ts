@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
 import { uuidv7 } from '../ids';
-import type { DecodedAttachment } from './send.service';
 
 /** An attachment as the API takes it: base64 content. */
 export interface AttachmentInput {
@@ -10,6 +9,15 @@ export interface AttachmentInput {
   contentType?: string;
   disposition?: 'attachment' | 'inline';
   contentId?: string;
+}
+
+/** An attachment checked and decoded, before it is stored. */
+export interface DecodedAttachment {
+  filename: string;
+  contentType: string | null;
+  disposition: 'attachment' | 'inline';
+  contentId: string | null;
+  content: Buffer;
 }
 
 /** What nodemailer needs to attach a stored file. */

@@ -10,7 +10,7 @@ import { templateForSend } from '../templates/template.service';
 import { compileBody, renderBody, renderSubject } from '../rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders } from '../tracking';
 import type { EmailIntake, NewEmail } from './email-intake';
-import { storeAttachments, type AttachmentInput } from './attachments';
+import { storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
 import { uuidv7 } from '../ids';
 
 export interface SendRequest {
@@ -142,14 +142,6 @@ export async function acceptSend(
   }
   await deps.intake.submit(req.projectId, emails);
   return accepted;
-}
-
-export interface DecodedAttachment {
-  filename: string;
-  contentType: string | null;
-  disposition: 'attachment' | 'inline';
-  contentId: string | null;
-  content: Buffer;
 }
 
 function decodeAttachments(items: AttachmentInput[], limits: SendLimits): DecodedAttachment[] {
