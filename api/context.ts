@@ -7,6 +7,7 @@ import type { EmailIntake } from '../domain/emails/email-intake';
 import type { ContactIntake } from '../domain/contacts/contact-intake';
 import type { ApiPrincipal, KeyLookupCache } from '../domain/projects/project.service';
 import type { DomainStatusCache } from '../domain/domains/domain.service';
+import type { TemplateCache } from '../domain/templates/template.service';
 import type { RateLimiter } from '../domain/rate-limit/rate-limiter';
 
 /** Long-lived dependencies of the API process. */
@@ -21,7 +22,7 @@ export interface ApiDeps {
   /** The per-project API budget; absent when RATE_LIMIT_PER_MINUTE is 0. */
   rateLimiter?: RateLimiter;
   /** Per-process lookups kept fresh by the database change feed. */
-  caches: { keys?: KeyLookupCache; domains?: DomainStatusCache };
+  caches: { keys?: KeyLookupCache; domains?: DomainStatusCache; templates?: TemplateCache };
 }
 
 export interface AppState {

@@ -9,6 +9,7 @@ import { createApp } from './app';
 import { ChangeFeed } from '../domain/cache/change-feed';
 import { createKeyLookupCache } from '../domain/projects/project.service';
 import { createDomainStatusCache } from '../domain/domains/domain.service';
+import { createTemplateCache } from '../domain/templates/template.service';
 import { RateLimiter } from '../domain/rate-limit/rate-limiter';
 import { PgRateLimitStore } from '../domain/rate-limit/rate-limit.store';
 
@@ -33,7 +34,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
     temporal,
     intake,
     contactIntake,
-    caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed) },
+    caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed), templates: createTemplateCache(feed) },
     rateLimiter,
   });
   const server = http.createServer(app.callback());

@@ -50,7 +50,7 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
         if (from && !from.name && body.name) from.name = body.name;
         const accepted = await acceptSend(
           ctx.state.em,
-          { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains, limits: deps.config.limits },
+          { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains, templateCache: deps.caches.templates, limits: deps.config.limits },
           {
             projectId: principal.projectId,
             settings: principal.settings,

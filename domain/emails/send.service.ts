@@ -6,7 +6,7 @@ import type { ProjectSettings } from '../projects/project.entity';
 import { assertSenderDomain, type DomainStatusCache } from '../domains/domain.service';
 import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { validationError, AppError } from '../errors';
-import { templateForSend } from '../templates/template.service';
+import { templateForSend, type TemplateCache } from '../templates/template.service';
 import { compileBody, renderBody, renderSubject } from '../rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders } from '../tracking';
 import type { EmailIntake, NewEmail } from './email-intake';
@@ -58,10 +58,10 @@ const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
  */
 export async function acceptSend(
   em: EntityManager,
-  deps: { intake: EmailIntake; contacts: ContactIntake; domainCache?: DomainStatusCache; limits: SendLimits },
+  deps: { intake: EmailIntake; contacts: ContactIntake; domainCache?: DomainStatusCache; templateCache?: TemplateCache; limits: SendLimits },
   req: SendRequest,
 ): Promise<AcceptedEmail[]> {
-  const template = req.templateId ? await templateForSend(em, req.projectId, req.templateId) : undefined;
+  const template = req.templateId ? await templateForSend(em, req.projectId, req.templateId, deps.templateCache) : undefined;
   const kind = template?.type ?? 'TRANSACTIONAL';
   const from: Address | undefined = req.from ?? (template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined);
   const subject = req.subject ?? template?.subject;

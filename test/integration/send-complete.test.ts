@@ -101,6 +101,25 @@ describe('templates in /v1/send', () => {
     expect(missing.body.error.code).toBe('NOT_FOUND');
   });
 
+  test('a send right after a template changed uses the new version, whoever changed it; a deleted template is 404', async () => {
+    // The API caches templates for sends; a trigger on the table drops the cached copy whatever made the change.
+    const template = await createTemplate({ subject: 'Version 1', body: '<p>Body 1</p>', from: `team@${domain}` });
+    expect((await sendOne({ template, from: undefined })).mail.subject).toBe('Version 1');
+    expect((await api('PATCH', `/templates/${template}`, { key: project.secretKey, body: { subject: 'Version 2', body: '<p>Body 2</p>' } })).status).toBe(200);
+    const second = (await sendOne({ template, from: undefined })).mail;
+    expect(second.subject).toBe('Version 2');
+    expect(second.html).toContain('<p>Body 2</p>');
+    await db().query(`update templates set subject = 'Version 3' where id = $1`, [template]);
+    const deadline = Date.now() + 2_000;
+    let third = '';
+    // The notification is asynchronous: allow the change feed a moment, but not the cache's one-minute expiry.
+    while (third !== 'Version 3' && Date.now() < deadline) third = (await sendOne({ template, from: undefined })).mail.subject ?? '';
+    expect(third).toBe('Version 3');
+    expect((await api('DELETE', `/templates/${template}`, { key: project.secretKey })).status).toBe(204);
+    const gone = await send({ to: rcpt(), template });
+    expect(gone.status).toBe(404);
+  });
+
   test('the deprecated `name` names a string sender', async () => {
     const { mail } = await sendOne({ subject: 'Named', body: '<p>n</p>', from: `named@${domain}`, name: 'Legacy Name' });
     expect(mail.from!.value).toEqual([{ name: 'Legacy Name', address: `named@${domain}` }]);
