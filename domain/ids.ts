@@ -42,3 +42,8 @@ export function uuidv7s(n: number): string[] {
 }
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `bytes` random bytes as hex (MIME boundaries and other non-secret unique strings). */
+export function randomHex(bytes: number): string {
+  return random(bytes).toString('hex');
+}

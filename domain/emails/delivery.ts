@@ -7,6 +7,7 @@ import { config } from '../config';
 import { logger } from '../logger';
 import { SecretBox, dkimKeyContext } from '../domains/secret-box';
 import { loadAttachments } from './attachments';
+import { buildMime } from '../mail/mime';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
 export type DeliveryOutcome =
@@ -129,21 +130,18 @@ export async function deliverBatch(
         return { emailId, status: 'RETRY', error: `Attempt ${input.attempt}: the DKIM key of ${row.dkimDomain} cannot be decrypted (was APP_SECRET changed?)` };
       }
       try {
-        const info = await transport.sendMail({
-          dkim,
+        const raw = buildMime({
           messageId,
-          from: row.fromName ? { name: row.fromName, address: row.fromEmail } : row.fromEmail,
-          to: row.toName ? { name: row.toName, address: row.toEmail } : row.toEmail,
-          replyTo: row.replyTo ?? undefined,
+          from: { name: row.fromName, address: row.fromEmail },
+          to: { name: row.toName, address: row.toEmail },
+          replyTo: row.replyTo,
           subject: row.subject,
           html: row.html,
-          text: row.text ?? undefined,
+          text: row.text,
           headers: row.headers,
-          attachments: row.attachmentIds.flatMap((id) => {
-            const a = attachments.get(id);
-            return a ? [{ filename: a.filename, content: a.content, contentType: a.contentType ?? undefined, contentDisposition: a.disposition, cid: a.contentId ?? undefined }] : [];
-          }),
+          attachments: row.attachmentIds.flatMap((id) => attachments.get(id) ?? []),
         });
+        const info = await transport.sendMail({ dkim, envelope: { from: row.fromEmail, to: [row.toEmail] }, raw });
         return { emailId, status: 'SENT', messageId, response: String(info.response ?? '') };
       } catch (err) {
         const e = err as SmtpError;

@@ -1,0 +1,98 @@
+import MimeNode from 'nodemailer/lib/mime-node';
+import { buildHeaderValue, foldLines } from 'nodemailer/lib/mime-funcs';
+import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
+import * as qp from 'nodemailer/lib/qp';
+import * as base64 from 'nodemailer/lib/base64';
+import { randomHex } from '../ids';
+
+export interface MimeAddress {
+  address: string;
+  name?: string | null;
+}
+
+export interface MimeAttachment {
+  filename: string;
+  content: Buffer;
+  /** Detected from the filename's extension when absent. */
+  contentType?: string | null;
+  disposition: 'attachment' | 'inline';
+  /** An embedded image's id (`<img src="cid:...">`): such parts go next to the HTML in multipart/related. */
+  contentId?: string | null;
+}
+
+export interface MimeMessage {
+  messageId: string;
+  date?: Date;
+  from: MimeAddress;
+  to: MimeAddress;
+  replyTo?: string | null;
+  subject: string;
+  html: string;
+  text?: string | null;
+  /** Custom headers, already validated (names are tokens, values have no CR/LF). */
+  headers?: Record<string, string>;
+  attachments?: MimeAttachment[];
+}
+
+/** Only its header encoding is used: nodemailer's rules for addresses (punycode, names), ids, dates and text. */
+const encoder = new MimeNode();
+
+/** A header line as nodemailer writes it: the value encoded for its kind of header, folded at 76 characters. */
+function header(key: string, value: Parameters<MimeNode['encodeHeaderValue']>[1]): string {
+  return foldLines(`${key}: ${encoder.encodeHeaderValue(key, value)}`, 76);
+}
+
+const crlf = (s: string) => s.replace(/\r\n|\r|\n/g, '\r\n');
+
+/** A text part, quoted-printable (7-bit safe whatever the content; lines at most 76 characters). */
+function textPart(contentType: 'text/plain' | 'text/html', content: string): string {
+  return `Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n${qp.wrap(qp.encode(crlf(content)), 76)}`;
+}
+
+function attachmentPart(a: MimeAttachment): string {
+  const type = a.contentType || detectMimeType(a.filename);
+  const lines = [
+    foldLines(`Content-Type: ${buildHeaderValue({ value: type, params: { name: a.filename } })}`, 76),
+    'Content-Transfer-Encoding: base64',
+    foldLines(`Content-Disposition: ${buildHeaderValue({ value: a.disposition, params: { filename: a.filename } })}`, 76),
+  ];
+  if (a.contentId) lines.push(header('Content-ID', a.contentId));
+  return `${lines.join('\r\n')}\r\n\r\n${base64.wrap(base64.encode(a.content), 76)}`;
+}
+
+/**
+ * A multipart body. The boundary starts with "=_", which quoted-printable output never contains and base64 output
+ * cannot start a line with, so no encoded part can contain a delimiter line.
+ */
+function multipart(subtype: string, boundary: string, parts: string[]): string {
+  return `${foldLines(`Content-Type: multipart/${subtype}; boundary="${boundary}"`, 76)}\r\n\r\n${parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('')}--${boundary}--`;
+}
+
+/**
+ * Builds a whole RFC 5322 message in memory, in one pass over strings, for the delivery activity. The structure is
+ * nodemailer's: multipart/mixed (when there are attachments) around multipart/alternative (plain text, then HTML),
+ * the HTML in multipart/related with its inline images. Header values are encoded by nodemailer's own MimeNode rules
+ * and the parts by its quoted-printable and base64 encoders; what this saves is the stream pipeline nodemailer sets up
+ * for every part of every message, which was most of the worker's CPU time per email. The result goes to nodemailer
+ * as a raw message, which still signs it (DKIM) and sends it through the pooled SMTP connections.
+ */
+export function buildMime(msg: MimeMessage): string {
+  const attachments = msg.attachments ?? [];
+  const related = attachments.filter((a) => a.contentId);
+  const mixed = attachments.filter((a) => !related.includes(a));
+  const boundary = `=_mw_${randomHex(12)}`;
+  let body = textPart('text/html', msg.html);
+  if (related.length) body = multipart('related; type="text/html"', `${boundary}_r`, [body, ...related.map(attachmentPart)]);
+  if (msg.text) body = multipart('alternative', `${boundary}_a`, [textPart('text/plain', msg.text), body]);
+  if (mixed.length) body = multipart('mixed', `${boundary}_m`, [body, ...mixed.map(attachmentPart)]);
+
+  const headers = [
+    header('From', { name: msg.from.name ?? '', address: msg.from.address }),
+    header('To', { name: msg.to.name ?? '', address: msg.to.address }),
+  ];
+  if (msg.replyTo) headers.push(header('Reply-To', msg.replyTo));
+  headers.push(header('Subject', msg.subject), header('Message-ID', msg.messageId), header('Date', msg.date ?? new Date()), 'MIME-Version: 1.0');
+  for (const [key, value] of Object.entries(msg.headers ?? {})) headers.push(header(key, value));
+  // `body` starts with its own Content-Type (and for a single part its encoding): those close the header block.
+  return `${headers.join('\r\n')}\r\n${body}\r\n`;
+}

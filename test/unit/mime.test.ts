@@ -1,0 +1,98 @@
+import { simpleParser } from 'mailparser';
+import { buildMime, type MimeMessage } from '../../domain/mail/mime';
+
+/** The message the delivery activity builds, parsed back the way a receiving client reads it. */
+const base: MimeMessage = {
+  messageId: '<0190f3a2-7b1c-7def-8abc-0123456789ab@example.com>',
+  date: new Date('2026-11-22T10:00:00Z'),
+  from: { name: 'The Team', address: 'team@example.com' },
+  to: { name: null, address: 'ada@example.org' },
+  subject: 'Hello',
+  html: '<p>Hello</p>',
+  text: 'Hello',
+};
+
+const lines = (raw: string) => raw.split('\r\n');
+
+describe('buildMime', () => {
+  test('headers: addresses, subject, Message-ID, Date, MIME-Version; only CRLF line ends and no line over 998', async () => {
+    const raw = buildMime({ ...base, replyTo: 'help@example.com' });
+    expect(raw).not.toMatch(/[^\r]\n|\r[^\n]/);
+    expect(Math.max(...lines(raw).map((l) => l.length))).toBeLessThanOrEqual(998);
+    const mail = await simpleParser(raw);
+    expect(mail.from!.value).toEqual([{ name: 'The Team', address: 'team@example.com' }]);
+    expect(mail.to).toMatchObject({ value: [{ address: 'ada@example.org', name: '' }] });
+    expect(mail.replyTo!.value[0]!.address).toBe('help@example.com');
+    expect(mail.subject).toBe('Hello');
+    expect(mail.messageId).toBe(base.messageId);
+    expect(mail.date!.toISOString()).toBe('2026-11-22T10:00:00.000Z');
+    expect(mail.headers.get('mime-version')).toBe('1.0');
+  });
+
+  test('non-ASCII names and subjects become encoded words, long headers are folded, IDN domains are punycoded', async () => {
+    const subject = `Grüße — ${'a long subject '.repeat(8)}🎉`;
+    const raw = buildMime({ ...base, subject, from: { name: 'Zoë, "Team"', address: 'team@bücher.example' }, headers: { 'X-Note': 'Ünïcode' } });
+    const headerBlock = raw.slice(0, raw.indexOf('\r\n\r\n'));
+    expect(headerBlock).toMatch(/^[\x20-\x7e\r\n\t]*$/); // 7-bit headers
+    expect(Math.max(...lines(headerBlock).map((l) => l.length))).toBeLessThanOrEqual(78);
+    expect(headerBlock).toContain('From: =?UTF-8?Q?');
+    expect(headerBlock).toContain('<team@xn--bcher-kva.example>');
+    const mail = await simpleParser(raw);
+    expect(mail.subject).toBe(subject);
+    expect(mail.from!.value).toEqual([{ name: 'Zoë, "Team"', address: 'team@bücher.example' }]);
+  });
+
+  test('HTML and text are quoted-printable parts of multipart/alternative (text first), decoded exactly', async () => {
+    const html = `<p>a = b</p>\n.<p>starts with a dot</p><p>${'long line '.repeat(40)}</p><p>€ ünï</p>`;
+    const text = 'Line one\n.\ntrailing spaces   \r\nend';
+    const raw = buildMime({ ...base, html, text });
+    expect(raw).toMatch(/^Content-Type: multipart\/alternative;\r\n boundary="=_mw_[0-9a-f]{24}_a"$/m);
+    expect(Math.max(...lines(raw).map((l) => l.length))).toBeLessThanOrEqual(76);
+    const mail = await simpleParser(raw);
+    expect(mail.html).toBe(html);
+    expect(mail.text).toBe(text.replace(/\r\n/g, '\n'));
+    expect(raw.indexOf('Content-Type: text/plain')).toBeLessThan(raw.indexOf('Content-Type: text/html'));
+  });
+
+  test('without a text part the HTML part is the whole body', async () => {
+    const raw = buildMime({ ...base, text: null });
+    expect(raw).not.toContain('multipart');
+    expect(raw).toMatch(/^Content-Type: text\/html; charset=utf-8$/m);
+    expect((await simpleParser(raw)).html).toBe('<p>Hello</p>\n'); // the message ends with a line break
+  });
+
+  test('attachments go in multipart/mixed, images with a content id in multipart/related next to the HTML', async () => {
+    const pdf = Buffer.from('%PDF-1.4 '.repeat(100));
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3]);
+    const raw = buildMime({
+      ...base,
+      html: '<p><img src="cid:logo@mail"></p>',
+      attachments: [
+        { filename: 'résumé.pdf', content: pdf, disposition: 'attachment' },
+        { filename: 'logo.png', content: png, contentType: 'image/png', disposition: 'inline', contentId: 'logo@mail' },
+      ],
+    });
+    expect(raw).toMatch(/^Content-Type: multipart\/mixed;(\r\n)? boundary=/m);
+    expect(raw).toMatch(/^Content-Type: multipart\/related; type="text\/html";(\r\n)? boundary=/m);
+    const mail = await simpleParser(raw, { keepCidLinks: true });
+    const [logo, doc] = mail.attachments;
+    expect(logo).toMatchObject({ filename: 'logo.png', contentType: 'image/png', contentDisposition: 'inline', cid: 'logo@mail', related: true });
+    expect(logo!.content.equals(png)).toBe(true);
+    // No content type given: detected from the extension; a non-ASCII file name is RFC 2231-encoded.
+    expect(doc).toMatchObject({ filename: 'résumé.pdf', contentType: 'application/pdf', contentDisposition: 'attachment' });
+    expect(doc!.content.equals(pdf)).toBe(true);
+    expect(mail.html).toContain('<img src="cid:logo@mail">');
+    expect(mail.text).toBe('Hello');
+  });
+
+  test('custom headers are kept (folded, not re-encoded when ASCII), and every message gets its own boundary', async () => {
+    const unsubscribe = `<https://mail.example.com/unsubscribe/${'t'.repeat(90)}>, <mailto:unsubscribe@example.com?subject=unsubscribe>`;
+    const raw = buildMime({ ...base, headers: { 'List-Unsubscribe': unsubscribe, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click', 'X-Campaign': 'c-1' } });
+    const mail = await simpleParser(raw);
+    expect(mail.headerLines.find((h) => h.key === 'list-unsubscribe')!.line.replace(/\r\n /g, ' ')).toBe(`List-Unsubscribe: ${unsubscribe}`);
+    expect(mail.headerLines.find((h) => h.key === 'list-unsubscribe-post')!.line).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
+    expect(mail.headerLines.find((h) => h.key === 'x-campaign')!.line).toBe('X-Campaign: c-1');
+    const boundary = (m: string) => /boundary="([^"]+)"/.exec(m)![1];
+    expect(boundary(raw)).not.toBe(boundary(buildMime(base)));
+  });
+});
