@@ -76,6 +76,7 @@ async function main() {
     const drainedAt = Date.now();
     const delivered = sink.state.received - sentBefore;
     const { rows } = await stack.db.query(`select status, count(*)::int as n from emails group by status order by status`);
+    const workflows = Number((await stack.db.query(`select count(distinct workflow_id) from emails`)).rows[0].count);
     const report = {
       date: new Date().toISOString().slice(0, 10),
       templated: TEMPLATED,
@@ -90,6 +91,9 @@ async function main() {
       deliveredPerSecondEndToEnd: Math.round(delivered / ((drainedAt - started) / 1000)),
       secondsUntilAllDelivered: Math.round((drainedAt - started) / 100) / 10,
       emailStatuses: Object.fromEntries(rows.map((r) => [r.status, r.n])),
+      // The API hands the emails of calls that arrive together to one delivery workflow (EmailIntake).
+      deliveryWorkflows: workflows,
+      emailsPerWorkflow: Math.round((totalAccepted / workflows) * 10) / 10,
       allAcceptedDelivered: sink.state.received === totalAccepted,
     };
     console.log(JSON.stringify(report, null, 2));

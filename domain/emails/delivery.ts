@@ -8,6 +8,7 @@ import { logger } from '../logger';
 import { SecretBox, dkimKeyContext } from '../domains/secret-box';
 import { loadAttachments } from './attachments';
 import { buildMime } from '../mail/mime';
+import { preparedQuery } from '../prepared';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
 export type DeliveryOutcome =
@@ -94,10 +95,13 @@ export async function deliverBatch(
   input: { emailIds: string[]; attempt: number; workflowId?: string },
   opts: { secretBox?: SecretBox } = {},
 ): Promise<DeliveryOutcome[]> {
-  const claimed = await em.execute<EmailRow[]>(
+  // Prepared (planned once per connection): delivery runs this for every batch.
+  const claimed = await preparedQuery<EmailRow>(
+    em,
+    'delivery_claim',
     `with claimed as (
-       update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce(?, workflow_id), updated_at = now()
-       where id in (${input.emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
+       update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
+       where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING')
        returning id, project_id as "projectId", contact_id as "contactId", kind, attachment_ids as "attachmentIds", to_email as "toEmail",
          to_name as "toName", from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject, html, text, headers
      )
@@ -106,7 +110,7 @@ export async function deliverBatch(
      left join contacts ct on ct.id = c."contactId"
      left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
        and d.name = rtrim(lower(substring(c."fromEmail" from '@([^@]*)$')), '.')`,
-    [input.workflowId ?? null, ...input.emailIds],
+    [input.workflowId ?? null, input.emailIds],
   );
   const box = () => opts.secretBox ?? (defaultSecretBox ??= new SecretBox(config().appSecret));
   const byId = new Map(claimed.map((r) => [r.id, r]));
@@ -155,6 +159,16 @@ export async function deliverBatch(
   return outcomes;
 }
 
+interface RecordedRow {
+  id: string;
+  projectId: string;
+  contactId: string;
+  emailId: string;
+  name: string;
+  data: Record<string, unknown>;
+  createdAt: Date;
+}
+
 /**
  * Records a batch's outcomes: one statement per kind of outcome updates the emails and inserts their email.*
  * events together (a data-modifying CTE), so a status and its event commit atomically.
@@ -166,23 +180,27 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
   const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
   const recorded: RecordedEvent[] = [];
   const withEvents = async (sql: string, params: unknown[]) => {
-    const rows = await em.execute<{ id: string; projectId: string; contactId: string; emailId: string; name: string; data: Record<string, unknown>; createdAt: Date }[]>(sql, params);
+    const rows = await em.execute<RecordedRow[]>(sql, params);
     recorded.push(...rows.map((r) => ({ ...r, source: 'SYSTEM' as const })));
   };
   if (sent.length) {
-    await withEvents(
-      `with v(id, mid, resp, event_id) as (values ${values(sent.length, 4)}),
+    // The common outcome, for every batch: prepared, over arrays.
+    const rows = await preparedQuery<RecordedRow>(
+      em,
+      'delivery_record_sent',
+      `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
        upd as (
          update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
-         from v where e.id = v.id::uuid
+         from v where e.id = v.id
          returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
        )
        insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select event_id::uuid, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
+       select event_id, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
        from upd where contact_id is not null
        returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`,
-      sent.flatMap((o) => [o.emailId, o.messageId, o.response, uuidv7()]),
+      [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
     );
+    recorded.push(...rows.map((r) => ({ ...r, source: 'SYSTEM' as const })));
   }
   if (rejected.length) {
     await withEvents(

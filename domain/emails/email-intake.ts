@@ -1,6 +1,10 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { serviceUnavailable } from '../errors';
 import { ProjectBatcher } from '../project-batcher';
+import { preparedQuery } from '../prepared';
+
+/** Column arrays of rows, one per getter, for an `unnest($n::type[], ...)` statement. */
+const columns = <T>(rows: T[], getters: ((row: T) => unknown)[]): unknown[][] => getters.map((get) => rows.map(get));
 
 /** An accepted email as stored: the row of `emails` before delivery. */
 export interface NewEmail {
@@ -52,13 +56,25 @@ export class EmailIntake {
     // The workflow id is stored with the emails, so the sweeper can restart exactly this delivery if the process
     // dies before the start below (a second start of a running id is refused: never two deliveries of one email).
     const workflowId = this.delivery.workflowIdFor(emails[0]!.id);
-    await em.execute(
+    // One prepared statement over arrays (planned once per connection): the batch carries every email's HTML and
+    // text, which the ORM's raw queries would inline into a new SQL text for every batch.
+    await preparedQuery(
+      em,
+      'email_intake_insert',
       `insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids, workflow_id)
-       values ${emails.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::uuid[], ?)').join(', ')}`,
-      emails.flatMap((e) => [
-        e.id, e.projectId, e.contactId, e.kind, e.templateId, e.toEmail, e.toName, e.fromEmail, e.fromName, e.replyTo, e.subject, e.html, e.text,
-        JSON.stringify(e.headers), `{${e.attachmentIds.join(',')}}`, workflowId,
-      ]),
+       select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
+         t.attachment_ids::uuid[], $2
+       from unnest($3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+         $14::text[], $15::jsonb[], $16::text[])
+         as t(id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids)`,
+      [
+        projectId,
+        workflowId,
+        ...columns(emails, [
+          (e) => e.id, (e) => e.contactId, (e) => e.kind, (e) => e.templateId, (e) => e.toEmail, (e) => e.toName, (e) => e.fromEmail, (e) => e.fromName,
+          (e) => e.replyTo, (e) => e.subject, (e) => e.html, (e) => e.text, (e) => JSON.stringify(e.headers), (e) => `{${e.attachmentIds.join(',')}}`,
+        ]),
+      ],
     );
     const emailIds = emails.map((e) => e.id);
     try {
