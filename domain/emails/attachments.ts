@@ -41,6 +41,11 @@ export async function storeAttachments(em: EntityManager, projectId: string, att
   return ids;
 }
 
+/** Deletes stored attachments (those of a call that was not accepted after all). */
+export async function deleteAttachments(em: EntityManager, ids: string[]): Promise<void> {
+  await em.execute('delete from email_attachments where id = any(?::uuid[])', [`{${ids.join(',')}}`]);
+}
+
 /** Loads attachments by id (each once, however many emails of a batch carry it). */
 export async function loadAttachments(em: EntityManager, ids: string[]): Promise<Map<string, StoredAttachment>> {
   if (!ids.length) return new Map();

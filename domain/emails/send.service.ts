@@ -10,7 +10,7 @@ import { templateForSend, type TemplateCache } from '../templates/template.servi
 import { compileBody, renderBody, renderSubject } from '../rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders } from '../tracking';
 import type { EmailIntake, NewEmail } from './email-intake';
-import { storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
+import { deleteAttachments, storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
 import { uuidv7 } from '../ids';
 
 export interface SendRequest {
@@ -136,11 +136,16 @@ export async function acceptSend(
     accepted.push({ contactId: up.contact.id, contactEmail: up.contact.email, emailId });
   }
   await dispatchEvents(emitted);
-  if (attachments.length) {
-    const ids = await storeAttachments(em, req.projectId, attachments);
-    for (const e of emails) e.attachmentIds = ids;
+  const attachmentIds = attachments.length ? await storeAttachments(em, req.projectId, attachments) : [];
+  for (const e of emails) e.attachmentIds = attachmentIds;
+  try {
+    await deps.intake.submit(req.projectId, emails);
+  } catch (err) {
+    // Nothing of this call will be sent (its emails, if stored, are FAILED): its files go too. Best effort: the
+    // caller's answer is the intake's error either way.
+    if (attachmentIds.length) await deleteAttachments(em, attachmentIds).catch(() => undefined);
+    throw err;
   }
-  await deps.intake.submit(req.projectId, emails);
   return accepted;
 }
 
