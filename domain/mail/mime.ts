@@ -92,7 +92,8 @@ export function buildMime(msg: MimeMessage): string {
   ];
   if (msg.replyTo) headers.push(header('Reply-To', msg.replyTo));
   headers.push(header('Subject', msg.subject), header('Message-ID', msg.messageId), header('Date', msg.date ?? new Date()), 'MIME-Version: 1.0');
-  for (const [key, value] of Object.entries(msg.headers ?? {})) headers.push(header(key, value));
+  // Like nodemailer, a header whose value is blank is left out.
+  for (const [key, value] of Object.entries(msg.headers ?? {})) if (value.trim()) headers.push(header(key, value));
   // `body` starts with its own Content-Type (and for a single part its encoding): those close the header block.
   return `${headers.join('\r\n')}\r\n${body}\r\n`;
 }

@@ -85,9 +85,10 @@ describe('buildMime', () => {
     expect(mail.text).toBe('Hello');
   });
 
-  test('custom headers are kept (folded, not re-encoded when ASCII), and every message gets its own boundary', async () => {
+  test('custom headers are kept (folded, not re-encoded when ASCII; blank ones left out), and every message gets its own boundary', async () => {
     const unsubscribe = `<https://mail.example.com/unsubscribe/${'t'.repeat(90)}>, <mailto:unsubscribe@example.com?subject=unsubscribe>`;
-    const raw = buildMime({ ...base, headers: { 'List-Unsubscribe': unsubscribe, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click', 'X-Campaign': 'c-1' } });
+    const raw = buildMime({ ...base, headers: { 'List-Unsubscribe': unsubscribe, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click', 'X-Campaign': 'c-1', 'X-Blank': ' ' } });
+    expect(raw).not.toMatch(/^X-Blank:/im);
     const mail = await simpleParser(raw);
     expect(mail.headerLines.find((h) => h.key === 'list-unsubscribe')!.line.replace(/\r\n /g, ' ')).toBe(`List-Unsubscribe: ${unsubscribe}`);
     expect(mail.headerLines.find((h) => h.key === 'list-unsubscribe-post')!.line).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
