@@ -41,9 +41,18 @@ export async function storeAttachments(em: EntityManager, projectId: string, att
   return ids;
 }
 
-/** Deletes stored attachments (those of a call that was not accepted after all). */
-export async function deleteAttachments(em: EntityManager, ids: string[]): Promise<void> {
-  await em.execute('delete from email_attachments where id = any(?::uuid[])', [`{${ids.join(',')}}`]);
+/**
+ * Deletes the attachments of a call that was not accepted after all, unless one of its emails may still be sent: a
+ * call with more recipients than one delivery batch is stored in several, and one of them may have started, or an
+ * email could not be marked FAILED and the sweeper will restart it. Only the call's own emails can hold these ids.
+ */
+export async function deleteUnsentAttachments(em: EntityManager, ids: string[], emailIds: string[]): Promise<void> {
+  await em.execute(
+    `delete from email_attachments where id = any(?::uuid[])
+     and not exists (select 1 from emails where id = any(?::uuid[]) and status <> 'FAILED')`,
+    // As array literals: knex would spread a JS array into a list of placeholders.
+    [`{${ids.join(',')}}`, `{${emailIds.join(',')}}`],
+  );
 }
 
 /** Loads attachments by id (each once, however many emails of a batch carry it). */

@@ -10,7 +10,7 @@ import { templateForSend, type TemplateCache } from '../templates/template.servi
 import { compileBody, renderBody, renderSubject } from '../rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders } from '../tracking';
 import type { EmailIntake, NewEmail } from './email-intake';
-import { deleteAttachments, storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
+import { deleteUnsentAttachments, storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
 import { uuidv7 } from '../ids';
 
 export interface SendRequest {
@@ -141,9 +141,9 @@ export async function acceptSend(
   try {
     await deps.intake.submit(req.projectId, emails);
   } catch (err) {
-    // Nothing of this call will be sent (its emails, if stored, are FAILED): its files go too. Best effort: the
-    // caller's answer is the intake's error either way.
-    if (attachmentIds.length) await deleteAttachments(em, attachmentIds).catch(() => undefined);
+    // The caller is told nothing was accepted: its files go too, unless some of its emails may still be sent. Best
+    // effort: the caller's answer is the intake's error either way.
+    if (attachmentIds.length) await deleteUnsentAttachments(em, attachmentIds, accepted.map((a) => a.emailId)).catch(() => undefined);
     throw err;
   }
   return accepted;

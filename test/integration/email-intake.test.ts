@@ -79,3 +79,22 @@ test('when the delivery cannot be started the call is a 503, its emails are FAIL
   const files = await db().query('select 1 from email_attachments where id = any($1::uuid[])', [rows[0].attachment_ids]);
   expect(files.rows).toHaveLength(0);
 });
+
+test('a call stored in two batches, one of which started, keeps its attachments for the emails still to be sent', async () => {
+  let starts = 0;
+  const intake = intakeWith(async () => {
+    if (++starts === 2) throw new Error('connect ECONNREFUSED 127.0.0.1:7233');
+  });
+  const tag = randomUUID().slice(0, 6);
+  const to = Array.from({ length: 45 }, (_, i) => ({ email: `split-${tag}-${i}@example.com` }));
+  const attachments = [{ filename: 'notes.txt', content: Buffer.from('attached').toString('base64') }];
+  await expect(acceptSend(orm.em.fork(), { intake, contacts, limits }, request('unused@example.com', { to, attachments }))).rejects.toMatchObject({ statusCode: 503 });
+  expect(starts).toBe(2);
+  const { rows } = await db().query(
+    `select status, count(*)::int as n, min(attachment_ids::text) as ids from emails where project_id = $1 and to_email like $2 group by status order by status`,
+    [project.projectId, `split-${tag}-%`],
+  );
+  expect(rows.map((r) => [r.status, r.n])).toEqual([['FAILED', 5], ['QUEUED', 40]]);
+  const files = await db().query('select 1 from email_attachments where id = any($1::uuid[])', [rows[0].ids]);
+  expect(files.rows).toHaveLength(1);
+});
