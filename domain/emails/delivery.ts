@@ -80,9 +80,6 @@ export function messageIdFor(emailId: string, fromEmail: string): string {
   return `<${emailId}@${emailDomain(fromEmail) || 'mailwright.local'}>`;
 }
 
-const values = (n: number, width: number) =>
-  Array.from({ length: n }, () => `(${Array.from({ length: width }, () => '?').join(', ')})`).join(', ');
-
 /**
  * Sends a batch of stored emails through the pooled transport and records every outcome with set-based writes.
  * Idempotent per email: only QUEUED or SENDING emails are claimed, so an email already in a final state is never
@@ -171,7 +168,8 @@ interface RecordedRow {
 
 /**
  * Records a batch's outcomes: one statement per kind of outcome updates the emails and inserts their email.*
- * events together (a data-modifying CTE), so a status and its event commit atomically.
+ * events together (a data-modifying CTE), so a status and its event commit atomically. Each is a prepared statement
+ * over arrays (planned once per connection; no SQL text with values inlined), since delivery records every batch.
  */
 async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], attempt: number) {
   const sent = outcomes.filter((o) => o.status === 'SENT');
@@ -179,54 +177,61 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
   const retry = outcomes.filter((o) => o.status === 'RETRY');
   const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
   const recorded: RecordedEvent[] = [];
-  const withEvents = async (sql: string, params: unknown[]) => {
-    const rows = await em.execute<RecordedRow[]>(sql, params);
-    recorded.push(...rows.map((r) => ({ ...r, source: 'SYSTEM' as const })));
-  };
+  const record = (rows: RecordedRow[]) => recorded.push(...rows.map((r) => ({ ...r, source: 'SYSTEM' as const })));
+  const returningEvent = `returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`;
   if (sent.length) {
-    // The common outcome, for every batch: prepared, over arrays.
-    const rows = await preparedQuery<RecordedRow>(
-      em,
-      'delivery_record_sent',
-      `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
-       upd as (
-         update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
-         from v where e.id = v.id
-         returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
-       )
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select event_id, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
-       from upd where contact_id is not null
-       returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`,
-      [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
+    record(
+      await preparedQuery<RecordedRow>(
+        em,
+        'delivery_record_sent',
+        `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
+         upd as (
+           update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
+           from v where e.id = v.id
+           returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
+         )
+         insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+         select event_id, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
+         from upd where contact_id is not null
+         ${returningEvent}`,
+        [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
+      ),
     );
-    recorded.push(...rows.map((r) => ({ ...r, source: 'SYSTEM' as const })));
   }
   if (rejected.length) {
-    await withEvents(
-      `with v(id, resp, event_id) as (values ${values(rejected.length, 3)}),
-       upd as (
-         update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
-         from v where e.id = v.id::uuid
-         returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
-       )
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select event_id::uuid, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'attempt', ?::int), 'SYSTEM', id, now()
-       from upd where contact_id is not null
-       returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`,
-      [...rejected.flatMap((o) => [o.emailId, o.response, uuidv7()]), attempt],
+    record(
+      await preparedQuery<RecordedRow>(
+        em,
+        'delivery_record_rejected',
+        `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+         upd as (
+           update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
+           from v where e.id = v.id
+           returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+         )
+         insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+         select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'attempt', $4::int), 'SYSTEM', id, now()
+         from upd where contact_id is not null
+         ${returningEvent}`,
+        [rejected.map((o) => o.emailId), rejected.map((o) => o.response), rejected.map(() => uuidv7()), attempt],
+      ),
     );
   }
   if (cancelled.length) {
-    await em.execute(
-      `update emails e set status = 'CANCELLED', error = v.reason, updated_at = now() from (values ${values(cancelled.length, 2)}) as v(id, reason) where e.id = v.id::uuid`,
-      cancelled.flatMap((o) => [o.emailId, o.reason]),
+    await preparedQuery(
+      em,
+      'delivery_record_cancelled',
+      `update emails e set status = 'CANCELLED', error = v.reason, updated_at = now()
+       from unnest($1::uuid[], $2::text[]) as v(id, reason) where e.id = v.id`,
+      [cancelled.map((o) => o.emailId), cancelled.map((o) => o.reason)],
     );
   }
   if (retry.length) {
-    await em.execute(
-      `update emails e set error = v.err, updated_at = now() from (values ${values(retry.length, 2)}) as v(id, err) where e.id = v.id::uuid`,
-      retry.flatMap((o) => [o.emailId, o.error]),
+    await preparedQuery(
+      em,
+      'delivery_record_retry',
+      `update emails e set error = v.err, updated_at = now() from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id`,
+      [retry.map((o) => o.emailId), retry.map((o) => o.error)],
     );
   }
   await dispatchEvents(recorded);

@@ -49,14 +49,24 @@ describe('delivery lifecycle against real SMTP replies', () => {
     const events = await eventsOf(emailId!);
     expect(events.map((e) => e.name)).toEqual(['email.bounced']);
     expect(events[0].data.response).toMatch(/Mailbox does not exist/);
+    expect(events[0].data.attempt).toBe(1);
     await maybeRecordHistory(row.workflow_id, 'email-delivery-bounce');
   });
 
   test('a 4xx reply is retried with backoff, then delivered exactly once', async () => {
     const to = `tempfail-1-${tag()}@example.com`;
     const [emailId] = await sendTo(to);
+    // Between the attempts (a 5 s backoff) the row keeps the transient failure.
+    const deadline = Date.now() + 10_000;
+    let pending: Record<string, any> | undefined;
+    while (!pending?.error && Date.now() < deadline) {
+      pending = (await db().query('select status, error from emails where id = $1', [emailId])).rows[0];
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(pending).toMatchObject({ status: 'SENDING', error: expect.stringMatching(/^Attempt 1: 4\d\d /) });
     const row = await waitForFinal(emailId!);
     expect(row.status).toBe('SENT');
+    expect(row.error).toBeNull();
     expect(row.attempts).toBe(2);
     expect((await refusals())[to]).toBe(2); // refused once, accepted on the second try
     expect(await messagesTo(to)).toHaveLength(1);
