@@ -71,11 +71,15 @@ describe('API key authentication on /v1/send', () => {
     expect(fresh.status).toBe(200);
   });
 
-  test('a project disabled in the database -> 403 PROJECT_DISABLED on the next request, even with its key cached', async () => {
+  test('a project disabled in the database -> 403 PROJECT_DISABLED as soon as the change feed tells the API, even with its key cached', async () => {
     const own = await createTestProject();
     expect((await api('POST', '/v1/send', { key: own.secretKey, body: sendBody() })).status).toBe(403); // domain not ours; key now cached
     await db().query(`update projects set disabled = true, disabled_reason = 'billing' where id = $1`, [own.projectId]);
-    const res = await api('POST', '/v1/send', { key: own.secretKey, body: sendBody() });
+    // The change feed's notification races a request sent the moment the update commits: allow it a moment, far
+    // less than the cache's one-minute expiry, so only the invalidation can make this pass.
+    const deadline = Date.now() + 2_000;
+    let res = await api('POST', '/v1/send', { key: own.secretKey, body: sendBody() });
+    while (res.body.error?.code !== 'PROJECT_DISABLED' && Date.now() < deadline) res = await api('POST', '/v1/send', { key: own.secretKey, body: sendBody() });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('PROJECT_DISABLED');
     expect(res.body.error.message).toContain('billing');
