@@ -18,14 +18,23 @@ import { systemRoutes, docsRoutes } from './system/routes';
 import { publicRoutes } from './public/routes';
 import { webhookRoutes } from './webhooks/routes';
 
-/** Builds the Koa application: request id + error envelope, a forked EntityManager per request, then the routes. */
-export function createApp(deps: ApiDeps): Koa<AppState> {
-  const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
-  app.silent = true; // errors are rendered and logged by errorHandler
+/**
+ * Every route of the API, registered once. Registration reads only `deps.config`; handlers use the rest when they run
+ * (so `scripts/openapi.ts` can build the document without services).
+ */
+export function buildRoutes(deps: ApiDeps): Routes {
   const routes = new Routes(deps);
   for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, docsRoutes]) register(routes, deps);
   publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
   webhookRoutes(routes, deps); // unauthenticated: infrastructure callbacks, verified by their signatures
+  return routes;
+}
+
+/** Builds the Koa application: request id + error envelope, a forked EntityManager per request, then the routes. */
+export function createApp(deps: ApiDeps): Koa<AppState> {
+  const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
+  app.silent = true; // errors are rendered and logged by errorHandler
+  const routes = buildRoutes(deps);
 
   app.use(errorHandler());
   app.use(async (ctx, next) => {
@@ -35,6 +44,6 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
     await next();
   });
   app.use(routes.router.routes());
-  app.use(routes.router.allowedMethods({ throw: true }));
+  app.use(routes.fallback());
   return app;
 }

@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import Router from '@koa/router';
-import { koaBody } from 'koa-body';
+import { koaBody, HttpMethodEnum } from 'koa-body';
 import { z, type ZodType } from 'zod';
-import { OpenAPIRegistry, type RouteConfig } from '@asteasolutions/zod-to-openapi';
+import { OpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type Koa from 'koa';
 import type { AppContext, AppState, ApiDeps } from './context';
 import { requireApiKey, requireSession } from './middleware/auth';
 import { AppError, validationError } from '../domain/errors';
-import { zodFieldErrors } from './validation';
+import { inputProblems, zodFieldErrors } from './validation';
 import { errorResponses } from './common.schema';
 
 export type AuthMode = 'secret' | 'public' | 'session' | 'none';
@@ -36,7 +36,7 @@ export interface RouteDef<B, Q, P> {
   query?: ZodType<Q>;
   params?: ZodType<P>;
   /** JSON body limit for this route (default: MAX_JSON_BODY). */
-  bodyLimit?: string;
+  bodyLimit?: number;
   /**
    * Opt-in multipart/form-data body instead of JSON: the body schema sees the text fields and the uploaded files
    * (formidable `File`s, deleted after the handler) together. Above `maxFileSize` bytes: 413 PAYLOAD_TOO_LARGE.
@@ -64,10 +64,15 @@ const SECURITY: Record<AuthMode, RouteConfig['security']> = {
   none: [],
 };
 
+type Layer = Router<AppState>['stack'][number];
+
 /** Every route is defined once: the same zod schemas validate requests and produce the OpenAPI document. */
 export class Routes {
-  readonly router = new Router<AppState>();
+  // Of the routes matching a path and method, only the most specific runs: `/contacts/fields` before `/contacts/:id`.
+  readonly router = new Router<AppState>({ exclusive: 'specificity' });
   readonly registry = new OpenAPIRegistry();
+  /** Path-parameter schemas by router layer, for telling which routes really serve a path. */
+  private readonly paramSchemas = new Map<Layer, ZodType>();
 
   constructor(private readonly deps: ApiDeps) {
     this.registry.registerComponent('securitySchemes', 'secretKey', {
@@ -90,8 +95,25 @@ export class Routes {
 
   add<B = undefined, Q = undefined, P = undefined>(def: RouteDef<B, Q, P>): void {
     const middleware: Koa.Middleware<AppState>[] = [];
+    const own: { layer?: Layer } = {}; // this route's layer, known once it is registered below
+    // `/contacts/:id` also matches `/contacts/lookup`: a value its parameters refuse, on a path another route owns
+    // (for another method; for the same one the more specific route runs alone), is that route's path: 405 with its
+    // Allow, not this route's 422.
+    if (def.params) {
+      const fallback = this.fallback();
+      middleware.push(async (ctx, next) => {
+        if (!def.params!.safeParse(ctx.params).success && this.router.stack.some((l) => l !== own.layer && this.owns(l, ctx.path))) return fallback(ctx, next);
+        await next();
+      });
+    }
     if (def.auth === 'secret' || def.auth === 'public') middleware.push(requireApiKey(this.deps, def.auth === 'public'));
     if (def.auth === 'session') middleware.push(requireSession(this.deps));
+    // Forms are held to their field limits by the parser; the file parts a form ignores still cross the wire, so the
+    // declared length of a form is held to the JSON limit only.
+    // A multipart body is its file plus the fields and boundaries (the parser holds the file itself to its limit).
+    if (def.body && !def.rawBody) {
+      middleware.push(refuseDeclaredLength(def.multipart ? def.multipart.maxFileSize + MULTIPART_OVERHEAD : (def.bodyLimit ?? this.deps.config.limits.jsonBody)));
+    }
     if (def.body && def.multipart) middleware.push(multipartBody(def.multipart.maxFileSize));
     else if (def.body && def.form) middleware.push(formBody());
     else if (def.body && def.rawBody) middleware.push(rawTextBody(def.rawBody.maxBytes));
@@ -103,7 +125,10 @@ export class Routes {
           urlencoded: false,
           text: false,
           multipart: false,
+          // DELETE too: some carry a body (DELETE /segments/:id/members { emails }).
+          parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
           jsonLimit: def.bodyLimit ?? this.deps.config.limits.jsonBody,
+          onError: jsonBodyError,
         }) as unknown as Koa.Middleware<AppState>,
       );
     }
@@ -122,17 +147,55 @@ export class Routes {
       }
     });
     this.router[def.method](def.path, ...middleware);
+    own.layer = this.router.stack.at(-1)!;
+    if (def.params) this.paramSchemas.set(own.layer, def.params);
     this.register(def);
   }
 
+  /** Whether the route of `layer` serves `path` with parameters its schema accepts. */
+  private owns(layer: Layer, path: string): boolean {
+    if (!layer.match(path)) return false;
+    const params = this.paramSchemas.get(layer);
+    return !params || params.safeParse(layer.params(path, layer.captures(path))).success;
+  }
+
+  /**
+   * After the routes: a path no route serves is 404; a path served for other methods (any method, also ones the
+   * router does not know, such as TRACE or PROPFIND) is 405 with `Allow`; OPTIONS answers 204 with `Allow`.
+   */
+  fallback(): Koa.Middleware<AppState> {
+    return async (ctx) => {
+      const allowed = new Set(this.router.stack.filter((l) => this.owns(l, ctx.path)).flatMap((l) => l.methods));
+      if (allowed.size === 0) {
+        throw new AppError(404, 'NOT_FOUND', `No route for ${ctx.method} ${ctx.path}`, {
+          suggestion: 'See GET /openapi.json or /docs for the available endpoints.',
+        });
+      }
+      const allow = [...allowed, 'OPTIONS'].join(', ');
+      if (ctx.method === 'OPTIONS') {
+        ctx.set('Allow', allow);
+        ctx.status = 204;
+        return;
+      }
+      throw new AppError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, { headers: { Allow: allow } });
+    };
+  }
+
   private register<B, Q, P>(def: RouteDef<B, Q, P>): void {
-    const responses: RouteConfig['responses'] = {};
-    // Every API-key route is subject to the per-project rate limit.
-    const declared: RouteDef<B, Q, P>['responses'] = def.auth === 'secret' || def.auth === 'public' ? { ...def.responses, ...errorResponses(429) } : def.responses;
-    for (const [status, r] of Object.entries(declared)) {
+    const responses: Record<string, ResponseConfig> = {};
+    for (const [status, r] of Object.entries(def.responses)) {
       const type = r.contentType ?? 'application/json';
       responses[status] = r.schema ? { description: r.description, content: { [type]: { schema: r.schema } } } : { description: r.description };
     }
+    // The errors the shared middleware can answer on this route, whatever its handler declares: they join a declared
+    // status (a page route's HTML 400 also comes as the JSON envelope when the form itself is malformed).
+    for (const [status, r] of Object.entries(errorResponses(...implicitErrorStatuses(def)))) {
+      const own = responses[status];
+      if (!own) responses[status] = { description: r.description, content: { 'application/json': { schema: r.schema } } };
+      else if (!own.content?.['application/json']) own.content = { ...own.content, 'application/json': { schema: r.schema } };
+    }
+    // A body the schema accepts when empty is optional: the route then reads a missing body as `{}`.
+    const bodyRequired = def.body ? !def.body.safeParse({}).success : false;
     this.registry.registerPath({
       method: def.method,
       path: def.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'),
@@ -144,13 +207,59 @@ export class Routes {
         ...(def.body && def.form
           ? { body: { content: { 'application/x-www-form-urlencoded': { schema: def.body }, 'multipart/form-data': { schema: def.body } }, required: false } }
           : {}),
-        ...(def.body && !def.form ? { body: { content: { [def.multipart ? 'multipart/form-data' : def.rawBody ? 'text/plain' : 'application/json']: { schema: def.body } }, required: true } } : {}),
+        ...(def.body && !def.form
+          ? { body: { content: { [def.multipart ? 'multipart/form-data' : def.rawBody ? 'text/plain' : 'application/json']: { schema: def.body } }, required: def.rawBody ? true : bodyRequired } }
+          : {}),
         ...(def.query ? { query: def.query as unknown as z.ZodObject } : {}),
         ...(def.params ? { params: def.params as unknown as z.ZodObject } : {}),
       },
       responses,
     });
   }
+}
+
+/** Statuses that the shared middleware (auth, rate limit, body parsing, input checks) can answer on a route. */
+function implicitErrorStatuses(def: Pick<RouteDef<unknown, unknown, unknown>, 'auth' | 'body' | 'query' | 'params' | 'rawBody'>): number[] {
+  const statuses = new Set<number>();
+  if (def.auth === 'secret' || def.auth === 'public') [401, 403, 429].forEach((s) => statuses.add(s));
+  if (def.auth === 'session') statuses.add(401);
+  if (def.body) {
+    statuses.add(413);
+    if (!def.rawBody) statuses.add(400); // malformed JSON, form or multipart
+  }
+  if (def.body || def.query || def.params) statuses.add(422);
+  return [...statuses];
+}
+
+const FORM_LIMIT = 16 * 1024;
+/** Room for a multipart body's text fields (64 KB at most) and part headers beside its file. */
+const MULTIPART_OVERHEAD = 128 * 1024;
+
+/**
+ * 413 at once when the declared Content-Length is over the limit (the body parser truncates lengths to 32 bits, so
+ * 2^31..2^32-1 would otherwise hold the connection until the limit's worth of bytes arrived).
+ */
+function refuseDeclaredLength(maxBytes: number): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    const declared = ctx.get('content-length');
+    if (declared && !(/^\d{1,15}$/.test(declared) && Number(declared) <= maxBytes)) {
+      throw new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${maxBytes} bytes`, {
+        suggestion: 'Send a smaller body; see the limits in the API documentation.',
+      });
+    }
+    await next();
+  };
+}
+
+/** JSON parse failures as the envelope's 400 INVALID_JSON, saying why (co-body refuses `__proto__` keys outright). */
+function jsonBodyError(err: Error & { status?: number }): never {
+  if (err.status === 413) throw err;
+  if (/prototype property/.test(err.message)) {
+    throw new AppError(400, 'INVALID_JSON', 'The body contains the key "__proto__", which is not allowed anywhere in a request', {
+      suggestion: 'Rename the key.',
+    });
+  }
+  throw err;
 }
 
 /** multipart/form-data with one file at most; formidable's errors become the envelope's 413 / 400. */
@@ -160,7 +269,21 @@ function multipartBody(maxFileSize: number): Koa.Middleware<AppState> {
     urlencoded: false,
     text: false,
     multipart: true,
-    formidable: { maxFileSize, maxTotalFileSize: maxFileSize, maxFiles: 1, allowEmptyFiles: true, minFileSize: 0, maxFields: 20, maxFieldsSize: 64 * 1024 },
+    formidable: {
+      maxFileSize,
+      maxTotalFileSize: maxFileSize,
+      maxFiles: 1,
+      allowEmptyFiles: true,
+      minFileSize: 0,
+      maxFields: 20,
+      maxFieldsSize: 64 * 1024,
+      // formidable takes a part without Content-Type for a text field; RFC 7578 defaults it to text/plain, and a part
+      // with a filename is a file (Python `requests` sends files this way).
+      onPart: (part, handlePart) => {
+        if (!part.mimetype && part.originalFilename) part.mimetype = 'text/plain';
+        handlePart(part);
+      },
+    },
     onError: (err: Error & { httpCode?: number }) => {
       if (err.httpCode === 413) {
         throw new AppError(413, 'PAYLOAD_TOO_LARGE', `The file is larger than ${maxFileSize} bytes`, { suggestion: 'Split the file into smaller parts.' });
@@ -177,10 +300,10 @@ function formBody(): Koa.Middleware<AppState> {
     urlencoded: true,
     text: false,
     multipart: true,
-    formLimit: '16kb',
+    formLimit: FORM_LIMIT,
     formidable: {
       maxFields: 20,
-      maxFieldsSize: 16 * 1024,
+      maxFieldsSize: FORM_LIMIT,
       // formidable tells fields from files by the part's content type; a file part is simply not handed on.
       onPart: (part, handlePart) => {
         if (!part.mimetype) handlePart(part);
@@ -212,6 +335,8 @@ function rawTextBody(maxBytes: number): Koa.Middleware<AppState> {
 
 function parse<T>(schema: ZodType<T> | undefined, value: unknown, prefix: string[]): T {
   if (!schema) return undefined as T;
+  const problems = inputProblems(value, prefix);
+  if (problems.length) throw validationError(problems);
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const errors = zodFieldErrors(result.error).map((e) => ({

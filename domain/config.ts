@@ -79,8 +79,8 @@ const schema = z
     JWT_SECRET: z.string().min(16).optional(),
     SIGNUP_ENABLED: bool.default(true),
     COOKIE_SECURE: bool.optional(),
-    MAX_JSON_BODY: z.string().default('1mb'),
-    MAX_SEND_BODY: z.string().default('60mb'),
+    MAX_JSON_BODY: byteSize.default(1024 * 1024),
+    MAX_SEND_BODY: byteSize.default(60 * 1024 * 1024),
     MAX_ATTACHMENTS_SIZE: byteSize.default(10 * 1024 * 1024),
     MAX_MESSAGE_SIZE: byteSize.default(40 * 1024 * 1024),
     APP_SECRET: z.string().min(32).optional(),
@@ -109,6 +109,10 @@ const schema = z
     RATE_LIMIT_WINDOW: duration(1_000)
       .refine((ms) => ms % 1_000 === 0, 'must be a whole number of seconds (the RateLimit-Policy header counts seconds)')
       .default(60_000),
+    EVENTS_PROBE: bool.default(false),
+    OUTBOX_POLL_INTERVAL: duration(50).default(5_000),
+    OUTBOX_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
+    OUTBOX_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(12),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -169,6 +173,12 @@ function buildConfig(env: z.infer<typeof schema>) {
       urlPattern: env.SNS_CERT_URL_PATTERN,
       /** Bound on fetching a signing certificate or confirming a subscription. */
       httpTimeoutMs: env.SNS_HTTP_TIMEOUT,
+    },
+    /** The event outbox (domain/events/event-dispatcher.ts) and the consumers every process registers. */
+    events: {
+      /** Registers the probe consumer (domain/events/event-probe.ts): tests and bench:track. */
+      probe: env.EVENTS_PROBE,
+      outbox: { pollIntervalMs: env.OUTBOX_POLL_INTERVAL, batchSize: env.OUTBOX_BATCH_SIZE, maxAttempts: env.OUTBOX_MAX_ATTEMPTS },
     },
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { File as UploadedFile } from 'formidable';
+import { inputProblems } from '../validation';
 
 const isUpload = (v: unknown): v is UploadedFile => typeof v === 'object' && v !== null && 'filepath' in v && 'size' in v;
 
@@ -14,7 +15,8 @@ const Mapping = z
       return z.NEVER;
     }
     const r = z.record(z.string().max(200), z.string().max(205)).safeParse(parsed);
-    if (!r.success || Object.keys(r.data).length > 200) {
+    // The field itself passed the input check as text; the JSON inside it may still spell NUL as an escape.
+    if (!r.success || Object.keys(r.data).length > 200 || inputProblems(r.data).length) {
       ctx.addIssue({ code: 'custom', message: 'mapping must be a JSON object of "<csv column>": "email" | "subscribed" | "data.<key>" | "ignore"', params: { code: 'invalid_mapping' } });
       return z.NEVER;
     }

@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import type { AppContext, AppState, ApiDeps } from '../context';
 import { authenticateApiKey } from '../../domain/projects/project.service';
 import { AppError } from '../../domain/errors';
+import { UUID_RE } from '../../domain/ids';
 import { enforceRateLimit } from './rate-limit';
 
 export const SESSION_COOKIE = 'mailwright_session';
@@ -31,7 +32,8 @@ export function requireSession(deps: ApiDeps): Koa.Middleware<AppState> {
     if (!token) throw new AppError(401, 'UNAUTHORIZED', 'Log in first', { suggestion: 'POST /auth/login sets the session cookie.' });
     try {
       const payload = jwt.verify(token, deps.config.jwtSecret, { algorithms: ['HS256'] }) as jwt.JwtPayload;
-      if (typeof payload.sub !== 'string') throw new Error('no subject');
+      // A session names a user by id; any other subject (a token signed for something else) is no session.
+      if (typeof payload.sub !== 'string' || !UUID_RE.test(payload.sub)) throw new Error('no user subject');
       ctx.state.userId = payload.sub;
     } catch {
       throw new AppError(401, 'UNAUTHORIZED', 'Your session is invalid or has expired; log in again');

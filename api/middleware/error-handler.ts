@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { ZodError } from 'zod';
+import { UniqueConstraintViolationException, DriverException } from '@mikro-orm/core';
 import { AppError, validationError } from '../../domain/errors';
 import type { AppContext, AppState } from '../context';
 import { logger } from '../../domain/logger';
@@ -43,15 +44,34 @@ function fromHttpError(err: { status?: number; statusCode?: number; type?: strin
 }
 
 /**
+ * Database refusals a request can cause, as a safety net behind validation: a unique index that a concurrent twin
+ * request won (check-then-insert races) is 409; a value Postgres cannot store or read (SQLSTATE class 22, data
+ * exception) is 422. Anything else stays a 500.
+ */
+function fromDatabaseError(err: unknown): AppError | undefined {
+  if (err instanceof UniqueConstraintViolationException || (err as { code?: string })?.code === '23505') {
+    return new AppError(409, 'CONFLICT', 'A concurrent request changed the same resource first', { suggestion: 'Read the resource again, then retry.' });
+  }
+  const sqlState = err instanceof DriverException ? err.code : (err as { code?: unknown })?.code;
+  if (typeof sqlState === 'string' && /^22[0-9A-Z]{3}$/.test(sqlState)) {
+    return new AppError(422, 'VALIDATION_ERROR', 'A value in the request cannot be stored', { suggestion: 'Check the request for unusual characters or out-of-range numbers.' });
+  }
+  return undefined;
+}
+
+/**
  * The one renderer of errors: assigns the request id, renders AppErrors, and turns anything unknown into a 500
  * that says nothing about internals (the details go to the log, under the same request id).
  */
 export function errorHandler(): Koa.Middleware<AppState> {
   return async (ctx: AppContext, next) => {
-    const incoming = ctx.get('x-request-id');
-    ctx.state.requestId = /^[A-Za-z0-9-]{8,64}$/.test(incoming) ? incoming : randomUUID();
-    ctx.state.log = logger.child({ requestId: ctx.state.requestId });
+    // Ours is always a UUID (SPEC.md › Errors); a client's own trace id is logged beside it and echoed back.
+    ctx.state.requestId = randomUUID();
+    const clientRequestId = ctx.get('x-request-id');
+    const traced = /^[\x21-\x7e]{1,128}$/.test(clientRequestId) ? clientRequestId : undefined;
+    ctx.state.log = logger.child(traced ? { requestId: ctx.state.requestId, clientRequestId: traced } : { requestId: ctx.state.requestId });
     ctx.set('X-Request-Id', ctx.state.requestId);
+    if (traced) ctx.set('X-Client-Request-Id', traced);
     const started = performance.now();
     try {
       await next();
@@ -64,10 +84,11 @@ export function errorHandler(): Koa.Middleware<AppState> {
       let err: AppError;
       if (raw instanceof AppError) err = raw;
       else if (raw instanceof ZodError) err = validationError(zodFieldErrors(raw));
-      else err = fromHttpError(raw as object) ?? new AppError(500, 'INTERNAL_ERROR', 'An unexpected error occurred', {
+      else err = fromHttpError(raw as object) ?? fromDatabaseError(raw) ?? new AppError(500, 'INTERNAL_ERROR', 'An unexpected error occurred', {
         suggestion: 'Retry later; if it persists, contact support with the requestId.',
       });
       if (err.statusCode >= 500) ctx.state.log.error({ err: raw }, 'request failed');
+      else if (raw !== err && !(raw instanceof ZodError) && !(raw as { status?: number }).status) ctx.state.log.warn({ err: raw }, 'database refused a request');
       ctx.status = err.statusCode;
       ctx.body = errorBody(err, ctx.state.requestId);
       for (const [k, v] of Object.entries(err.options.headers ?? {})) ctx.set(k, v);

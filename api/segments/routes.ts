@@ -30,37 +30,6 @@ import {
 } from '../../domain/segments/segment.service';
 import { registerSegmentUsage } from '../../domain/segments/segment-usage';
 import { asFilter } from '../../domain/filters';
-import { AppError, validationError } from '../../domain/errors';
-import { zodFieldErrors } from '../validation';
-import type { AppContext } from '../context';
-
-const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
-
-/** Reads and parses a JSON request body up to `limit` (e.g. "1mb"). */
-async function readJsonBody(ctx: AppContext, limit: string): Promise<unknown> {
-  const m = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(limit.trim());
-  const max = m ? Number(m[1]) * SIZE_UNITS[(m[2] ?? 'b').toLowerCase()]! : 1024 ** 2;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > max) throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large', { suggestion: 'Send a smaller body; see the limits in the API documentation.' });
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (!text.trim()) return {};
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw new AppError(400, 'INVALID_JSON', 'The request body is not valid JSON', { suggestion: 'Send a JSON body with "Content-Type: application/json".' });
-  }
-}
-
-function parseWith<T>(schema: z.ZodType<T>, value: unknown): T {
-  const r = schema.safeParse(value);
-  if (!r.success) throw validationError(zodFieldErrors(r.error));
-  return r.data;
-}
 
 const TAGS = ['Segments'];
 
@@ -185,10 +154,9 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     tags: TAGS,
     auth: 'secret',
     params: SegmentIdParams,
+    body: RemoveMembersBody,
     responses: { 200: { description: 'Result', schema: RemoveMembersResponse }, ...errorResponses(400, 401, 404, 413, 422) },
-    handler: async ({ ctx, params }) => {
-      // The shared body parser reads POST/PUT/PATCH bodies only; this DELETE carries one, so it is read here.
-      const body = parseWith(RemoveMembersBody, await readJsonBody(ctx, _deps.config.limits.jsonBody));
+    handler: async ({ ctx, params, body }) => {
       return { body: await removeSegmentMembers(ctx.state.em, ctx.state.principal!.projectId, params.id, body.emails) };
     },
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { emailString } from '../validation';
+import { CONTROL, SPACE } from '../../domain/text';
 
 export const MAX_RECIPIENTS = 50;
 export const MAX_ATTACHMENTS = 10;
@@ -41,7 +42,7 @@ export const Headers = z
  */
 const isBase64 = (s: string) => s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s);
 /** A file name, not a path: no separators, no control characters. */
-const FILENAME = /^[^/\\\p{Cc}]+$/u;
+const FILENAME = new RegExp(`^[^/\\\\${CONTROL}]+$`);
 
 export const Attachment = z
   .object({
@@ -51,9 +52,9 @@ export const Attachment = z
       .min(1, 'An attachment needs content')
       .transform((s) => s.replace(/\s+/g, ''))
       .refine(isBase64, { message: 'Content must be base64-encoded', params: { code: 'invalid_base64' } }),
-    contentType: z.string().max(255).regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+$/, 'A MIME type such as application/pdf').optional(),
+    contentType: z.string().max(255).regex(/^[A-Za-z0-9_!#$&^.+-]+\/[A-Za-z0-9_!#$&^.+-]+$/, 'A MIME type such as application/pdf').optional(),
     disposition: z.enum(['attachment', 'inline']).optional(),
-    contentId: z.string().min(1).max(255).regex(/^[^<>\s\p{Cc}]+$/u, 'A content id without "<", ">", spaces or control characters (reference it as cid:<contentId>)').optional(),
+    contentId: z.string().min(1).max(255).regex(new RegExp(`^[^<>${SPACE}${CONTROL}]+$`), 'A content id without "<", ">", spaces or control characters (reference it as cid:<contentId>)').optional(),
   })
   .superRefine((a, ctx) => {
     if (a.disposition === 'inline' && !a.contentId) {

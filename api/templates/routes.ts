@@ -19,7 +19,7 @@ import type { TemplateReference } from '../../domain/usage/usage-registry';
 const TAGS = ['Templates'];
 
 // A body at the 512 KB cap must reach validation even when JSON escaping doubles it, whatever MAX_JSON_BODY is.
-const TEMPLATE_BODY_LIMIT = '2mb';
+const TEMPLATE_BODY_LIMIT = 2 * 1024 * 1024;
 
 export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
   // The contact field usage endpoint lists templates that read a field once the API has loaded this module.

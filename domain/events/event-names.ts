@@ -1,3 +1,5 @@
+import { CONTROL, SPACE } from '../text';
+
 /**
  * Names the service emits itself; clients cannot track them (SPEC.md › Events): `email.*`, `contact.subscribed`,
  * `contact.unsubscribed`, `segment.<slug>.entry`, `segment.<slug>.exit`.
@@ -9,4 +11,4 @@ export function isReservedEventName(name: string): boolean {
 }
 
 /** Event names: 1-200 printable characters without surrounding space. */
-export const EVENT_NAME_RE = /^[^\s\p{Cc}](?:[^\p{Cc}]{0,198}[^\s\p{Cc}])?$/u;
+export const EVENT_NAME_RE = new RegExp(`^[^${SPACE}${CONTROL}](?:[^${CONTROL}]{0,198}[^${SPACE}${CONTROL}])?$`);

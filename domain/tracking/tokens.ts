@@ -1,4 +1,5 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { UUID_RE } from '../ids';
 
 /**
  * Signed tokens for the public tracking and subscription links. A token is base64url(payload || mac):
@@ -30,7 +31,6 @@ export type TokenPayload =
 
 type PayloadOf<K extends TokenKind> = Extract<TokenPayload, { kind: K }>;
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
 
 function uuidBytes(id: string): Buffer {

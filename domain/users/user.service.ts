@@ -1,4 +1,5 @@
 import argon2 from 'argon2';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { User } from './user.entity';
 import { AppError, conflict, unauthorized } from '../errors';
@@ -10,11 +11,16 @@ export async function hashPassword(password: string): Promise<string> {
 
 export async function signup(em: EntityManager, input: { email: string; password: string; name?: string }): Promise<User> {
   const email = normalizeEmail(input.email);
-  if (await em.findOne(User, { email })) {
-    throw conflict('EMAIL_TAKEN', 'An account with this email already exists', 'Log in instead, or reset the password.');
-  }
+  const taken = () => conflict('EMAIL_TAKEN', 'An account with this email already exists', 'Log in instead, or reset the password.');
+  if (await em.findOne(User, { email })) throw taken();
   const user = em.create(User, { email, name: input.name ?? null, passwordHash: await hashPassword(input.password) });
-  await em.flush();
+  try {
+    await em.flush();
+  } catch (err) {
+    // Two signups with one email at once: both passed the check above (the hash takes a while); the unique index decides.
+    if (err instanceof UniqueConstraintViolationException) throw taken();
+    throw err;
+  }
   return user;
 }
 

@@ -57,10 +57,11 @@ describe('error envelope', () => {
     expect(to).toEqual({ field: 'to', message: expect.any(String), code: 'invalid_string' });
   });
 
-  test('a client-supplied X-Request-Id is echoed in the header and the envelope', async () => {
+  test("a client-supplied X-Request-Id is echoed as X-Client-Request-Id; the envelope's requestId stays ours", async () => {
     const res = await api('GET', '/nope', { headers: { 'x-request-id': 'client-trace-12345678' } });
-    expect(res.headers.get('x-request-id')).toBe('client-trace-12345678');
-    expect(res.body.error.requestId).toBe('client-trace-12345678');
+    expect(res.headers.get('x-client-request-id')).toBe('client-trace-12345678');
+    expect(res.body.error.requestId).toMatch(UUID);
+    expect(res.headers.get('x-request-id')).toBe(res.body.error.requestId);
   });
 
   test('successful responses carry X-Request-Id too', async () => {

@@ -1,0 +1,75 @@
+import { buildRoutes } from '../../api/app';
+import { openApiDocument } from '../../api/system/routes';
+import { loadConfig } from '../../domain/config';
+import type { ApiDeps } from '../../api/context';
+
+/** The OpenAPI document agrees with what the shared middleware answers (issue 12, finding 7). Built without services. */
+const deps = { config: loadConfig({ DATABASE_URL: 'postgres://unused/openapi', NODE_ENV: 'test' }) } as ApiDeps;
+const doc = openApiDocument(buildRoutes(deps), deps) as {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, unknown> };
+};
+
+interface Operation {
+  security?: Record<string, string[]>[];
+  parameters?: { in: string; name: string }[];
+  requestBody?: { required?: boolean; content: Record<string, unknown> };
+  responses: Record<string, { content?: Record<string, unknown> }>;
+}
+
+const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, op })));
+
+function patterns(node: unknown, at = ''): { at: string; pattern: string }[] {
+  if (Array.isArray(node)) return node.flatMap((n, i) => patterns(n, `${at}/${i}`));
+  if (!node || typeof node !== 'object') return [];
+  return Object.entries(node).flatMap(([k, v]) => (k === 'pattern' && typeof v === 'string' ? [{ at, pattern: v }] : patterns(v, `${at}/${k}`)));
+}
+
+test('the document has every operation (70 and more)', () => {
+  expect(operations.length).toBeGreaterThanOrEqual(70);
+});
+
+test('patterns are portable: no JavaScript flags or \\p{} classes in the text, and each compiles without flags', () => {
+  const found = patterns(doc);
+  expect(found.length).toBeGreaterThan(3);
+  for (const { at, pattern } of found) {
+    expect({ at, pattern }).toEqual({ at, pattern: expect.not.stringMatching(/\/[a-z]*$|\\p\{/) });
+    expect(() => new RegExp(pattern)).not.toThrow();
+  }
+});
+
+test('every operation with a JSON, form or multipart body documents 400 (malformed body), 413 and 422 as JSON', () => {
+  const withBody = operations.filter(({ op }) => op.requestBody && !op.requestBody.content['text/plain']);
+  expect(withBody.length).toBeGreaterThan(20);
+  for (const { id, op } of withBody) {
+    for (const status of ['400', '413', '422']) {
+      expect({ id, status, json: Boolean(op.responses[status]?.content?.['application/json']) }).toEqual({ id, status, json: true });
+    }
+  }
+});
+
+test('every operation with path or query parameters documents 422', () => {
+  for (const { id, op } of operations.filter(({ op }) => op.parameters?.length)) {
+    expect({ id, has422: Boolean(op.responses['422']) }).toEqual({ id, has422: true });
+  }
+});
+
+test('API-key operations document 401, 403 and 429; dashboard operations 401', () => {
+  for (const { id, op } of operations) {
+    const schemes = (op.security ?? []).flatMap((s) => Object.keys(s));
+    const expected = schemes.includes('secretKey') ? ['401', '403', '429'] : schemes.includes('sessionCookie') ? ['401'] : [];
+    for (const status of expected) expect({ id, status, documented: Boolean(op.responses[status]) }).toEqual({ id, status, documented: true });
+  }
+});
+
+test("POST /manage/{token}'s 400 is an HTML page or the JSON envelope (a malformed form)", () => {
+  const content = doc.paths['/manage/{token}']!.post!.responses['400']!.content!;
+  expect(Object.keys(content).sort()).toEqual(['application/json', 'text/html']);
+});
+
+test('a body that may be empty is optional; one with required fields is required', () => {
+  expect(doc.paths['/contacts/{id}']!.patch!.requestBody!.required).toBe(false);
+  expect(doc.paths['/templates/{id}']!.patch!.requestBody!.required).toBe(false);
+  expect(doc.paths['/contacts']!.post!.requestBody!.required).toBe(true);
+  expect(doc.paths['/v1/send']!.post!.requestBody!.required).toBe(true);
+});
