@@ -3,6 +3,7 @@ import { config } from '../domain/config';
 import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
 import { TemporalGateway, MAX_DELIVERY_BATCH } from '../temporal/client';
+import { workflowIds } from '../temporal/definitions';
 import { EmailIntake } from '../domain/emails/email-intake';
 import { ContactIntake } from '../domain/contacts/contact-intake';
 import { createApp } from './app';
@@ -22,7 +23,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
   await feed.start();
   const intake = new EmailIntake(
     orm,
-    { workflowIdFor: TemporalGateway.emailDeliveryId, start: (batch) => temporal.startEmailDelivery(batch) },
+    { workflowIdFor: workflowIds.emailDelivery, start: (batch) => temporal.startEmailDelivery(batch) },
     { maxBatch: MAX_DELIVERY_BATCH, maxWaitMs: 40 },
   );
   const contactIntake = new ContactIntake(orm, { maxBatch: 100, maxWaitMs: 2 });

@@ -1,10 +1,10 @@
-import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, ScheduleAlreadyRunning, type WorkflowStartOptions, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
 import type { Config } from '../domain/config';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
-import type { emailDelivery, domainVerification, contactImport, contactBulk } from './workflows';
-import { checkNowUpdate, removeSignal } from './workflows/domain-verification.workflow';
+import type * as workflows from './workflows';
+import { checkNowUpdate, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
 export const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
@@ -16,8 +16,9 @@ export const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
 export const MAX_DELIVERY_BATCH = 40;
 
 /**
- * The one place that starts, signals and cancels workflows. Workflow ids are derived here from the business ids,
- * so a retry of the same start is recognised ("already started" counts as success).
+ * The one place that starts, signals and cancels workflows. Workflow ids come from `definitions.ts` (derived from the
+ * business ids, so a retry of the same start is recognised: "already started" counts as success), and starts are
+ * typed by the workflow function.
  */
 export class TemporalGateway {
   private constructor(
@@ -32,40 +33,28 @@ export class TemporalGateway {
     return new TemporalGateway(client, connection, cfg.taskQueue);
   }
 
-  static emailDeliveryId(firstEmailId: string): string {
-    return `email-delivery/${firstEmailId}`;
-  }
-
   async startEmailDelivery(input: { projectId: string; emailIds: string[] }): Promise<string> {
-    return this.startOnce('emailDelivery', TemporalGateway.emailDeliveryId(input.emailIds[0]!), [input] satisfies Parameters<typeof emailDelivery>, [
+    return this.startOnce('emailDelivery', workflowIds.emailDelivery(input.emailIds[0]!), [input], [
       { key: SA.ProjectId, value: input.projectId },
       { key: SA.EmailIds, value: input.emailIds },
     ]);
   }
 
   /** Starts a workflow; one already running under that id counts as started, so a repeated call is not an error. */
-  private async startOnce(workflowType: string, workflowId: string, args: unknown[], attributes: SearchAttributePair[]): Promise<string> {
+  private async startOnce<N extends WorkflowName>(name: N, workflowId: string, args: WorkflowArgs<N>, attributes: SearchAttributePair[]): Promise<string> {
     try {
-      await this.client.workflow.start(workflowType, {
-        taskQueue: this.taskQueue,
-        workflowId,
-        args,
-        typedSearchAttributes: new TypedSearchAttributes(attributes),
-      });
+      // The signature types `args` by the workflow; the SDK's conditional option type cannot see that through `N`.
+      const options = { taskQueue: this.taskQueue, workflowId, args, typedSearchAttributes: new TypedSearchAttributes(attributes) };
+      await this.client.workflow.start<(typeof workflows)[N]>(name, options as WorkflowStartOptions<(typeof workflows)[N]>);
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
     return workflowId;
   }
 
-  static domainVerificationId(domainId: string): string {
-    return `domain-verification/${domainId}`;
-  }
-
   /** Starts a domain's verification loop; one that is already running counts as started. */
   async startDomainVerification(input: { projectId: string; domainId: string }): Promise<string> {
-    const args = [{ projectId: input.projectId, domainId: input.domainId }] satisfies Parameters<typeof domainVerification>;
-    return this.startOnce('domainVerification', TemporalGateway.domainVerificationId(input.domainId), args, [
+    return this.startOnce('domainVerification', workflowIds.domainVerification(input.domainId), [{ projectId: input.projectId, domainId: input.domainId }], [
       { key: SA.ProjectId, value: input.projectId },
       { key: SA.DomainId, value: input.domainId },
     ]);
@@ -79,7 +68,7 @@ export class TemporalGateway {
     const deadline = Date.now() + timeoutMs;
     const update = () =>
       this.client.withDeadline(deadline, () =>
-        this.client.workflow.getHandle(TemporalGateway.domainVerificationId(input.domainId)).executeUpdate(checkNowUpdate),
+        this.client.workflow.getHandle(workflowIds.domainVerification(input.domainId)).executeUpdate(checkNowUpdate),
       );
     try {
       return await update();
@@ -93,35 +82,25 @@ export class TemporalGateway {
   /** Ends a domain's verification loop (the `remove` signal); a loop that is not running is fine. */
   async stopDomainVerification(input: { domainId: string }): Promise<void> {
     try {
-      await this.client.workflow.getHandle(TemporalGateway.domainVerificationId(input.domainId)).signal(removeSignal);
+      await this.client.workflow.getHandle(workflowIds.domainVerification(input.domainId)).signal(removeSignal);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
   }
 
-  static contactImportId(jobId: string): string {
-    return `contact-import/${jobId}`;
-  }
-
-  static contactBulkId(jobId: string): string {
-    return `contact-bulk/${jobId}`;
-  }
-
   /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */
   async startContactImport(input: { projectId: string; jobId: string }): Promise<string> {
-    const args = [{ projectId: input.projectId, jobId: input.jobId }] satisfies Parameters<typeof contactImport>;
-    return this.startOnce('contactImport', TemporalGateway.contactImportId(input.jobId), args, this.jobAttributes(input));
+    return this.startOnce('contactImport', workflowIds.contactImport(input.jobId), [{ projectId: input.projectId, jobId: input.jobId }], this.jobAttributes(input));
   }
 
   /** Starts a stored bulk job's workflow (`contact-bulk/<jobId>`); already started counts as success. */
   async startContactBulk(input: { projectId: string; jobId: string }): Promise<string> {
-    const args = [{ projectId: input.projectId, jobId: input.jobId }] satisfies Parameters<typeof contactBulk>;
-    return this.startOnce('contactBulk', TemporalGateway.contactBulkId(input.jobId), args, this.jobAttributes(input));
+    return this.startOnce('contactBulk', workflowIds.contactBulk(input.jobId), [{ projectId: input.projectId, jobId: input.jobId }], this.jobAttributes(input));
   }
 
   /** Requests cancellation of a contact job's workflow; one that is not running (ended, never started) is fine. */
   async cancelContactJob(input: { kind: 'import' | 'bulk'; jobId: string }): Promise<void> {
-    const workflowId = input.kind === 'import' ? TemporalGateway.contactImportId(input.jobId) : TemporalGateway.contactBulkId(input.jobId);
+    const workflowId = input.kind === 'import' ? workflowIds.contactImport(input.jobId) : workflowIds.contactBulk(input.jobId);
     try {
       await this.client.workflow.getHandle(workflowId).cancel();
     } catch (err) {
@@ -136,8 +115,6 @@ export class TemporalGateway {
     ];
   }
 
-  static readonly EMAIL_SWEEPER_SCHEDULE = 'email-sweeper';
-
   /**
    * Makes sure the `email-sweeper` schedule exists (every 5 minutes, overlapping runs skipped); the worker calls this
    * at start, so any number of workers converge on one schedule.
@@ -145,7 +122,7 @@ export class TemporalGateway {
   async ensureEmailSweeperSchedule(): Promise<void> {
     try {
       await this.client.schedule.create({
-        scheduleId: TemporalGateway.EMAIL_SWEEPER_SCHEDULE,
+        scheduleId: EMAIL_SWEEPER_SCHEDULE_ID,
         spec: { intervals: [{ every: '5 minutes' }] },
         action: { type: 'startWorkflow', workflowType: 'emailSweeper', taskQueue: this.taskQueue, args: [{}] },
         policies: { overlap: ScheduleOverlapPolicy.SKIP },

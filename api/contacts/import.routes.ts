@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import type { Routes } from '../route';
 import { errorResponses } from '../common.schema';
 import { BulkJobResponse, ContactIdsBody, ImportBody, ImportJobResponse, JobIdParams, JobQueuedResponse } from './import.schema';
-import { cancelJob, createBulkJob, createImportJob, finishJob, getJob, jobEnded, type BulkJobType, type JobRow } from '../../domain/jobs/job.service';
+import { cancelJob, getJob, jobEnded, submitBulkJob, submitImportJob, type BulkJobType, type JobRow } from '../../domain/jobs/job.service';
 import { CsvRejected, MAX_IMPORT_BYTES, readLayout } from '../../domain/contacts/contact-import-csv';
 import { serviceUnavailable, validationError } from '../../domain/errors';
 import type { ApiDeps, AppContext } from '../context';
@@ -42,17 +42,6 @@ function presentBulkJob(j: JobRow) {
     createdAt: iso(j.createdAt)!,
     finishedAt: iso(j.finishedAt),
   };
-}
-
-/** The job is stored; if its workflow cannot be started it is FAILED and the caller gets 503 (nothing half-queued). */
-async function startOr503(ctx: AppContext, jobId: string, start: () => Promise<unknown>): Promise<void> {
-  try {
-    await start();
-  } catch (err) {
-    ctx.state.log.error({ err, jobId }, 'could not start job workflow');
-    await finishJob(ctx.state.em, jobId, 'FAILED', 'The job could not be queued');
-    throw serviceUnavailable('The job could not be queued; try again');
-  }
 }
 
 /**
@@ -96,13 +85,12 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
         throw err;
       }
       const projectId = ctx.state.principal!.projectId;
-      const jobId = await createImportJob(ctx.state.em, {
+      const jobId = await submitImportJob(ctx.state.em, deps.temporal, {
         projectId,
         fileName: body.file.originalFilename ?? undefined,
         content,
         options: { mapping: body.mapping, subscribed: body.subscribed },
       });
-      await startOr503(ctx, jobId, () => deps.temporal.startContactImport({ projectId, jobId }));
       return { status: 202, body: { jobId } };
     },
   });
@@ -149,8 +137,7 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
       responses: { 202: { description: 'Queued', schema: JobQueuedResponse }, ...errorResponses(400, 401, 422, 503) },
       handler: async ({ ctx, body }) => {
         const projectId = ctx.state.principal!.projectId;
-        const jobId = await createBulkJob(ctx.state.em, { projectId, type, contactIds: body.contactIds });
-        await startOr503(ctx, jobId, () => deps.temporal.startContactBulk({ projectId, jobId }));
+        const jobId = await submitBulkJob(ctx.state.em, deps.temporal, { projectId, type, contactIds: body.contactIds });
         return { status: 202, body: { jobId } };
       },
     });

@@ -4,6 +4,7 @@ import { AppError, conflict, notFound, serviceUnavailable } from '../errors';
 import type { Config } from '../config';
 import { logger } from '../logger';
 import { uuidv7 } from '../ids';
+import { persistThenStart } from '../workflow-start';
 import { Domain, type DomainStatus } from './domain.entity';
 import { generateDkimKeyPair } from './dkim';
 import { dkimKeyContext, type SecretBox } from './secret-box';
@@ -128,20 +129,21 @@ export async function addDomain(
     verificationToken,
     records: buildDnsRecords({ domain: name, dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken, spfInclude: deps.spfInclude }),
   });
-  try {
-    await em.flush();
-  } catch (err) {
-    if (err instanceof UniqueConstraintViolationException) throw domainExists(name);
-    throw err;
-  }
-  try {
-    await deps.runner.startDomainVerification({ projectId, domainId: id });
-  } catch (err) {
-    logger.error({ err, domainId: id }, 'could not start the domain verification workflow; the domain is not kept');
-    await em.nativeDelete(Domain, { id });
-    throw serviceUnavailable('The domain could not be added: the verification service is unavailable. Nothing was saved; try again.');
-  }
-  return domain;
+  return persistThenStart({
+    persist: async () => {
+      try {
+        await em.flush();
+      } catch (err) {
+        if (err instanceof UniqueConstraintViolationException) throw domainExists(name);
+        throw err;
+      }
+      return domain;
+    },
+    start: () => deps.runner.startDomainVerification({ projectId, domainId: id }),
+    compensate: () => em.nativeDelete(Domain, { id }),
+    unavailable: 'The domain could not be added: the verification service is unavailable. Nothing was saved; try again.',
+    log: { projectId, domainId: id },
+  });
 }
 
 function domainExists(name: string, id?: string) {

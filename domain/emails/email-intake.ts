@@ -1,7 +1,34 @@
-import type { MikroORM } from '@mikro-orm/postgresql';
-import { serviceUnavailable } from '../errors';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { persistThenStart } from '../workflow-start';
 import { ProjectBatcher } from '../project-batcher';
 import { preparedQuery } from '../prepared';
+
+/**
+ * Stores accepted emails with one statement, under the delivery workflow's id. The id is stored with the emails, so
+ * the sweeper can restart exactly this delivery if the process dies before the start (a second start of a running id
+ * is refused: never two deliveries of one email). A prepared statement over arrays (planned once per connection): a
+ * batch carries every email's HTML and text, which the ORM's raw queries would inline into a new SQL text each time.
+ */
+export async function insertEmails(em: EntityManager, projectId: string, workflowId: string, emails: NewEmail[]): Promise<void> {
+  await preparedQuery(
+    em,
+    'email_intake_insert',
+    `insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids, workflow_id)
+     select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
+       t.attachment_ids::uuid[], $2
+     from unnest($3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+       $14::text[], $15::jsonb[], $16::text[])
+       as t(id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids)`,
+    [
+      projectId,
+      workflowId,
+      ...columns(emails, [
+        (e) => e.id, (e) => e.contactId, (e) => e.kind, (e) => e.templateId, (e) => e.toEmail, (e) => e.toName, (e) => e.fromEmail, (e) => e.fromName,
+        (e) => e.replyTo, (e) => e.subject, (e) => e.html, (e) => e.text, (e) => JSON.stringify(e.headers), (e) => `{${e.attachmentIds.join(',')}}`,
+      ]),
+    ],
+  );
+}
 
 /** Column arrays of rows, one per getter, for an `unnest($n::type[], ...)` statement. */
 const columns = <T>(rows: T[], getters: ((row: T) => unknown)[]): unknown[][] => getters.map((get) => rows.map(get));
@@ -53,39 +80,18 @@ export class EmailIntake {
 
   private async persistAndStart(projectId: string, emails: NewEmail[]): Promise<void> {
     const em = this.orm.em.fork();
-    // The workflow id is stored with the emails, so the sweeper can restart exactly this delivery if the process
-    // dies before the start below (a second start of a running id is refused: never two deliveries of one email).
-    const workflowId = this.delivery.workflowIdFor(emails[0]!.id);
-    // One prepared statement over arrays (planned once per connection): the batch carries every email's HTML and
-    // text, which the ORM's raw queries would inline into a new SQL text for every batch.
-    await preparedQuery(
-      em,
-      'email_intake_insert',
-      `insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids, workflow_id)
-       select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
-         t.attachment_ids::uuid[], $2
-       from unnest($3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
-         $14::text[], $15::jsonb[], $16::text[])
-         as t(id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids)`,
-      [
-        projectId,
-        workflowId,
-        ...columns(emails, [
-          (e) => e.id, (e) => e.contactId, (e) => e.kind, (e) => e.templateId, (e) => e.toEmail, (e) => e.toName, (e) => e.fromEmail, (e) => e.fromName,
-          (e) => e.replyTo, (e) => e.subject, (e) => e.html, (e) => e.text, (e) => JSON.stringify(e.headers), (e) => `{${e.attachmentIds.join(',')}}`,
-        ]),
-      ],
-    );
     const emailIds = emails.map((e) => e.id);
-    try {
-      await this.delivery.start({ projectId, emailIds });
-    } catch (err) {
-      await em.execute(
-        `update emails set status = 'FAILED', error = ?, updated_at = now() where id in (${emailIds.map(() => '?').join(', ')})`,
-        [`Could not be queued for delivery: ${(err as Error).message}`, ...emailIds],
-      );
-      throw serviceUnavailable('Delivery is temporarily unavailable; nothing was sent. Retry the request.');
-    }
+    await persistThenStart({
+      persist: () => insertEmails(em, projectId, this.delivery.workflowIdFor(emails[0]!.id), emails),
+      start: () => this.delivery.start({ projectId, emailIds }),
+      compensate: (_, err) =>
+        em.execute(`update emails set status = 'FAILED', error = ?, updated_at = now() where id in (${emailIds.map(() => '?').join(', ')})`, [
+          `Could not be queued for delivery: ${(err as Error).message}`,
+          ...emailIds,
+        ]),
+      unavailable: 'Delivery is temporarily unavailable; nothing was sent. Retry the request.',
+      log: { projectId, emails: emailIds.length },
+    });
   }
 
   /** Stores and starts whatever is waiting (on shutdown). */

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PoolClient } from 'pg';
 import { uuidv7 } from '../ids';
+import { persistThenStart } from '../workflow-start';
 import { conflict, notFound } from '../errors';
 
 /**
@@ -83,8 +84,36 @@ export async function withTransaction<T>(em: EntityManager, fn: (client: PoolCli
   }
 }
 
+/** Starts job workflows (TemporalGateway implements it). */
+export interface JobRunner {
+  startContactImport(input: { projectId: string; jobId: string }): Promise<string>;
+  startContactBulk(input: { projectId: string; jobId: string }): Promise<string>;
+}
+
+/** Stores an import job with its file, then starts its workflow; one that cannot start is FAILED and the caller gets 503. */
+export function submitImportJob(em: EntityManager, runner: JobRunner, input: { projectId: string; fileName?: string; content: Buffer; options: ImportOptions }): Promise<string> {
+  return persistThenStart({
+    persist: () => createImportJob(em, input),
+    start: (jobId) => runner.startContactImport({ projectId: input.projectId, jobId }),
+    compensate: (jobId) => finishJob(em, jobId, 'FAILED', 'The job could not be queued'),
+    unavailable: 'The job could not be queued; try again',
+    log: { projectId: input.projectId, job: 'IMPORT' },
+  });
+}
+
+/** Stores a bulk job, then starts its workflow; one that cannot start is FAILED and the caller gets 503. */
+export function submitBulkJob(em: EntityManager, runner: JobRunner, input: { projectId: string; type: BulkJobType; contactIds: string[] }): Promise<string> {
+  return persistThenStart({
+    persist: () => createBulkJob(em, input),
+    start: (jobId) => runner.startContactBulk({ projectId: input.projectId, jobId }),
+    compensate: (jobId) => finishJob(em, jobId, 'FAILED', 'The job could not be queued'),
+    unavailable: 'The job could not be queued; try again',
+    log: { projectId: input.projectId, job: input.type },
+  });
+}
+
 /** Stores an import job and its file in one transaction (before the workflow starts, so a worker always finds it). */
-export async function createImportJob(em: EntityManager, input: { projectId: string; fileName?: string; content: Buffer; options: ImportOptions }): Promise<string> {
+async function createImportJob(em: EntityManager, input: { projectId: string; fileName?: string; content: Buffer; options: ImportOptions }): Promise<string> {
   const id = uuidv7();
   await withTransaction(em, async (c) => {
     await c.query(`insert into jobs (id, project_id, type, options) values ($1, $2, 'IMPORT', $3)`, [id, input.projectId, JSON.stringify(input.options)]);
@@ -94,7 +123,7 @@ export async function createImportJob(em: EntityManager, input: { projectId: str
 }
 
 /** Stores a bulk job with its (deduplicated) contact ids. */
-export async function createBulkJob(em: EntityManager, input: { projectId: string; type: BulkJobType; contactIds: string[] }): Promise<string> {
+async function createBulkJob(em: EntityManager, input: { projectId: string; type: BulkJobType; contactIds: string[] }): Promise<string> {
   const id = uuidv7();
   const ids = [...new Set(input.contactIds.map((i) => i.toLowerCase()))];
   await em.execute(`insert into jobs (id, project_id, type, contact_ids, total) values (?, ?, ?, ?::uuid[], ?)`, [id, input.projectId, input.type, `{${ids.join(',')}}`, ids.length]);

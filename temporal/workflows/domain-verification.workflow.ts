@@ -3,14 +3,13 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  defineSignal,
-  defineUpdate,
   log,
   proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { DomainActivities } from '../activities/domain.activities';
+import { checkNowUpdate, removeSignal } from '../definitions';
 import type { DomainCheckResult } from '../../domain/domains/domain.service';
 
 export interface DomainVerificationInput {
@@ -25,11 +24,6 @@ export interface DomainVerificationResult {
   ended: 'REMOVED' | 'DOMAIN_GONE';
   checks: number;
 }
-
-/** Runs a check now and returns its result (the handler waits for a check in progress first). */
-export const checkNowUpdate = defineUpdate<DomainCheckResult>('checkNow');
-/** The domain was deleted: stop checking. */
-export const removeSignal = defineSignal('remove');
 
 const DEFAULT_CHECKS_PER_RUN = 100;
 /** After a check that failed (database down), the next try comes at most this soon. */

@@ -1,6 +1,7 @@
 import { patched, proxyActivities, startChild, ParentClosePolicy, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import type { EmailActivities } from '../activities/email.activities';
 import { emailDelivery } from './email-delivery.workflow';
+import { workflowIds } from '../definitions';
 
 const { findStrandedEmails, purgeExpiredIdempotencyKeys } = proxyActivities<EmailActivities>({
   startToCloseTimeout: '1 minute',
@@ -21,7 +22,7 @@ export async function emailSweeper(input: { olderThanMs?: number } = {}): Promis
   for (const { projectId, workflowId, emailIds } of groups) {
     try {
       await startChild(emailDelivery, {
-        workflowId: workflowId ?? `email-delivery/${emailIds[0]}`,
+        workflowId: workflowId ?? workflowIds.emailDelivery(emailIds[0]!),
         args: [{ projectId, emailIds }],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { checkNowUpdate, removeSignal, type DomainVerificationResult } from '../../temporal/workflows/domain-verification.workflow';
+import type { DomainVerificationResult } from '../../temporal/workflows/domain-verification.workflow';
+import { checkNowUpdate, removeSignal } from '../../temporal/definitions';
 import type { DomainCheckResult } from '../../domain/domains/domain.service';
 import { stackEnv } from '../stack-env';
 

@@ -1,0 +1,29 @@
+/**
+ * What the client and the workflows share, defined once: workflow ids (derived from business ids, so a repeated start
+ * is recognised), and the signal, update and query definitions. Pure: `@temporalio/workflow` and types only, so the
+ * workflow bundle imports it as well as the API.
+ */
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { DomainCheckResult } from '../domain/domains/domain.service';
+import type * as workflows from './workflows';
+
+/** Every workflow the worker runs, by its registered name. */
+export type WorkflowName = keyof typeof workflows;
+/** The arguments of a workflow, from its function: a start cannot pass the wrong shape. */
+export type WorkflowArgs<N extends WorkflowName> = Parameters<(typeof workflows)[N]>;
+
+export const workflowIds = {
+  /** A delivery batch, named after its first email; stored with the emails so the sweeper restarts the same id. */
+  emailDelivery: (firstEmailId: string) => `email-delivery/${firstEmailId}`,
+  domainVerification: (domainId: string) => `domain-verification/${domainId}`,
+  contactImport: (jobId: string) => `contact-import/${jobId}`,
+  contactBulk: (jobId: string) => `contact-bulk/${jobId}`,
+};
+
+/** The schedule that starts `emailSweeper` every 5 minutes. */
+export const EMAIL_SWEEPER_SCHEDULE_ID = 'email-sweeper';
+
+/** domainVerification: runs a check now and returns its result (the handler waits for a check in progress first). */
+export const checkNowUpdate = defineUpdate<DomainCheckResult>('checkNow');
+/** domainVerification: the domain was removed; the loop ends. */
+export const removeSignal = defineSignal('remove');
