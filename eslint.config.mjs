@@ -6,7 +6,7 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', 'coverage/', 'migrations/.snapshot-*.json', '**/*.js', '**/*.mjs'] },
+  { ignores: ['node_modules/', 'dist/', '.data/', '.venv/', 'coverage/', 'migrations/.snapshot-*.json', '**/*.js', '**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,0 +1,113 @@
+"""schemathesis hooks for the Mailwright fuzz run (loaded by test/fuzz/schemathesis.toml).
+
+One thing only: `positive_data_acceptance` (ST202, "schema-valid request rejected") keeps running on every operation,
+but a refusal listed in REFUSED_BY_DESIGN below does not count as a failure. Each entry is a refusal the OpenAPI
+document cannot express as a schema (server state, opaque tokens, file contents, a rule on every string), names the
+operation, the status and the error codes, and says why. A 422 counts as "by design" only when every one of its
+field errors has a listed code: a response that also reports anything else is still a failure.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema_rs
+from schemathesis.checks import CHECKS, load_all_checks
+from schemathesis.openapi.checks import RejectedPositiveData
+
+ANY = "*"
+
+# (operation label or ANY, status, error.code of the envelope, field-error codes or None for "any") -> why
+REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
+    # Text never contains NUL (U+0000) or a lone UTF-16 surrogate, in any string, key or parameter: Postgres cannot
+    # store them, so the validation layer refuses them everywhere with field code `invalid_characters` (issue 12).
+    # The rule applies to every string of the document; spelling it as a `pattern` on each one would bury the schemas.
+    (ANY, 422, "VALIDATION_ERROR", frozenset({"invalid_characters"})):
+        "NUL and lone surrogates are refused in all text",
+    # Cursors are opaque tokens the server issues (`nextCursor`); any other string is `invalid_cursor`. No schema
+    # can say which strings the server has issued.
+    (ANY, 422, "VALIDATION_ERROR", frozenset({"invalid_cursor"})):
+        "cursor values are opaque and only those the server issued are valid",
+    # The uploaded file must be a UTF-8 CSV with an email column (operation description); `format: binary` cannot
+    # describe file contents.
+    ("POST /contacts/import", 422, "VALIDATION_ERROR", frozenset({"invalid_csv", "invalid_mapping", "invalid_json"})):
+        "the file's contents and the mapping against its header are checked, as the description says",
+    # Members are managed on STATIC segments only (operation description); the id the fuzzer drew may be a DYNAMIC
+    # segment, which is server state.
+    ("POST /segments/{id}/members", 422, "VALIDATION_ERROR", frozenset({"dynamic_segment"})):
+        "the segment is dynamic (server state)",
+    ("DELETE /segments/{id}/members", 422, "VALIDATION_ERROR", frozenset({"dynamic_segment"})):
+        "the segment is dynamic (server state)",
+    # A sender address must be on a VERIFIED domain of the project (SPEC; field code `unverified_domain`): server
+    # state, not shape.
+    ("POST /v1/send", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):
+        "the sender domain is not verified in this project (server state)",
+    ("POST /templates", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):
+        "the sender domain is not verified in this project (server state)",
+    ("PATCH /templates/{id}", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):
+        "the sender domain is not verified in this project (server state)",
+    # Amazon SNS deliveries: the body is an SNS message (JSON sent as text/plain) that must carry a valid AWS
+    # signature; nothing a fuzzer generates is one, so a schema-valid string is refused as not being an SNS message.
+    ("POST /webhooks/sns", 400, "INVALID_JSON", None):
+        "only signed Amazon SNS messages are accepted",
+    ("POST /webhooks/sns", 422, "VALIDATION_ERROR", None):
+        "only signed Amazon SNS messages are accepted",
+}
+
+
+def _error(response: Any) -> tuple[str | None, list[str]]:
+    try:
+        body = json.loads(response.content)
+    except (ValueError, TypeError):
+        return None, []
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return None, []
+    fields = error.get("errors") or []
+    return error.get("code"), [str(f.get("code")) for f in fields if isinstance(f, dict)]
+
+
+def refused_by_design(label: str, response: Any) -> str | None:
+    code, field_codes = _error(response)
+    for (operation, status, error_code, allowed), why in REFUSED_BY_DESIGN.items():
+        if operation not in (ANY, label) or response.status_code != status or code != error_code:
+            continue
+        if allowed is None or (field_codes and all(c in allowed for c in field_codes)):
+            return why
+    return None
+
+
+def invalid_path_parameter(case: Any) -> str | None:
+    """A path parameter whose value breaks its own declared schema: the request was not schema-valid after all.
+
+    The stateful phase fills path parameters from earlier responses through inferred links, and a link can carry a
+    value the target does not accept: GET /events returns `emailId: null` for events without an email, and the
+    inferred link to GET /emails/{id} then requests `/emails/None`. The 422 `Must be a UUID` is right.
+    """
+    for parameter in case.operation.definition.raw.get("parameters", []):
+        if parameter.get("in") != "path" or "schema" not in parameter:
+            continue
+        name = parameter["name"]
+        value = (case.path_parameters or {}).get(name)
+        if not jsonschema_rs.validator_for(parameter["schema"], validate_formats=True).is_valid(value):
+            return f"path parameter {name}={value!r} does not match its schema"
+    return None
+
+
+load_all_checks()
+_builtin_positive_data_acceptance = CHECKS.get_one("positive_data_acceptance")
+
+
+def positive_data_acceptance(ctx: Any, response: Any, case: Any) -> bool | None:
+    """schemathesis' own check, minus the refusals listed in REFUSED_BY_DESIGN."""
+    try:
+        return _builtin_positive_data_acceptance(ctx, response, case)
+    except RejectedPositiveData:
+        if refused_by_design(case.operation.label, response) is not None or invalid_path_parameter(case) is not None:
+            return None
+        raise
+
+
+# Same name: replaces the built-in entry, so `[checks.positive_data_acceptance]` settings and reports still apply.
+CHECKS.register(positive_data_acceptance)
