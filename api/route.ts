@@ -96,13 +96,13 @@ export class Routes {
   add<B = undefined, Q = undefined, P = undefined>(def: RouteDef<B, Q, P>): void {
     const middleware: Koa.Middleware<AppState>[] = [];
     const own: { layer?: Layer } = {}; // this route's layer, known once it is registered below
-    // `/contacts/:id` also matches `/contacts/lookup`: a value its parameters refuse, on a path another route owns
-    // (for another method; for the same one the more specific route runs alone), is that route's path: 405 with its
-    // Allow, not this route's 422.
+    // `/contacts/:id` also matches `/contacts/lookup`, and `/events/:eventName` matches `/events/names`: a path that
+    // another route owns is that route's, so another method there is its 405 (with its Allow), not this route's 422
+    // or, worse, this route's action.
     if (def.params) {
       const fallback = this.fallback();
       middleware.push(async (ctx, next) => {
-        if (!def.params!.safeParse(ctx.params).success && this.router.stack.some((l) => l !== own.layer && this.owns(l, ctx.path))) return fallback(ctx, next);
+        if (!this.owns(own.layer!, ctx.path) && this.router.stack.some((l) => l !== own.layer && this.owns(l, ctx.path))) return fallback(ctx, next);
         await next();
       });
     }
@@ -152,9 +152,14 @@ export class Routes {
     this.register(def);
   }
 
-  /** Whether the route of `layer` serves `path` with parameters its schema accepts. */
+  /**
+   * Whether the route of `layer` serves `path`: a route of fixed segments always; a route with parameters only where
+   * no fixed route serves the path (for any method) and its schema accepts the values.
+   */
   private owns(layer: Layer, path: string): boolean {
     if (!layer.match(path)) return false;
+    if (layer.paramNames.length === 0) return true;
+    if (this.router.stack.some((l) => l.paramNames.length === 0 && l.match(path))) return false;
     const params = this.paramSchemas.get(layer);
     return !params || params.safeParse(layer.params(path, layer.captures(path))).success;
   }

@@ -1,9 +1,23 @@
 import { z, type ZodError } from 'zod';
 import type { FieldError } from '../domain/errors';
+import { SPACE } from '../domain/text';
+
+type Issue = ZodError['issues'][number];
+
+/**
+ * A union whose value had the type of exactly one of its options (a string for `email | { email, name }`) reports
+ * that option's problems, which say what is wrong, rather than "matches none of the options".
+ */
+function unionBranch(issue: Issue): Issue[] {
+  if (issue.code !== 'invalid_union') return [issue];
+  const typed = issue.errors.filter((branch) => !branch.some((i) => i.code === 'invalid_type' && i.path.length === 0));
+  if (typed.length !== 1) return [issue];
+  return typed[0]!.flatMap((i) => unionBranch({ ...i, path: [...issue.path, ...i.path] } as Issue));
+}
 
 /** zod issues as SPEC.md field errors. zod 4 reports bad emails/urls as `invalid_format`; SPEC calls it `invalid_string`. */
 export function zodFieldErrors(err: ZodError): FieldError[] {
-  return err.issues.map((issue) => ({
+  return err.issues.flatMap(unionBranch).map((issue) => ({
     field: issue.path.map(String).join('.') || '(body)',
     message: issue.message,
     code: issue.code === 'invalid_format' ? 'invalid_string' : issue.code === 'custom' ? String((issue as { params?: { code?: string } }).params?.code ?? 'custom') : issue.code,
@@ -15,11 +29,35 @@ export function customIssue(ctx: z.RefinementCtx, message: string, code: string,
   ctx.addIssue({ code: 'custom', message, path, params: { code } });
 }
 
-/** An email address; surrounding whitespace is forgiven (and trimmed). */
-export const emailString = z.preprocess(
-  (v) => (typeof v === 'string' ? v.trim() : v),
-  z.email({ error: 'Must be a valid email address' }).max(320),
-);
+/** The address rule every email field uses (zod's), published as the field's pattern, around optional whitespace. */
+const EMAIL_PATTERN = new RegExp(`^[${SPACE}]*${z.regexes.email.source.slice(1, -1)}[${SPACE}]*$`);
+
+/**
+ * An email address; surrounding whitespace is forgiven (and trimmed). The length limit counts the text as sent, and
+ * the document states the address rule as a pattern, so a client validating against it agrees with the server. (Not
+ * `format: email`: that format allows no surrounding whitespace and other local parts than the rule does.)
+ */
+export const emailString = z
+  .string()
+  .max(320)
+  .regex(EMAIL_PATTERN, { error: 'Must be a valid email address' })
+  .transform((v) => v.trim())
+  .meta({ description: 'An email address (surrounding whitespace is ignored).', example: 'jane@example.com' });
+
+/**
+ * A name: at most `max` characters as sent, trimmed, and not blank. The document says "not blank" as a pattern (some
+ * character that is not whitespace), so a client validating against it agrees with the server.
+ */
+export function nameText(max: number, messages: { required?: string; tooLong?: string } = {}, base = z.string()) {
+  return base
+    .max(max, messages.tooLong)
+    .trim()
+    .min(1, messages.required)
+    .meta({ pattern: `[^${SPACE}]` });
+}
+
+/** A pattern for text that goes into a header line: no CR or LF. */
+export const NO_LINE_BREAKS = '^[^\\r\\n]*$';
 
 /** Query strings arrive as text. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');

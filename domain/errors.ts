@@ -1,4 +1,47 @@
 /** One error vocabulary for the whole service; the API's error middleware renders it as SPEC.md's envelope. */
+
+/**
+ * Every `error.code` the service answers, with its HTTP status and what it means. README.md's error table is checked
+ * against this list (test/unit/error-codes.test.ts), so the documentation cannot miss one.
+ */
+export const ERROR_CODES = {
+  BAD_REQUEST: [400, 'A malformed request the other codes do not cover (e.g. a bad Idempotency-Key header)'],
+  INVALID_JSON: [400, 'The body is not JSON, or has a `__proto__` key'],
+  UNAUTHORIZED: [401, 'No API key or session, or a session that is invalid or expired'],
+  INVALID_API_KEY: [401, 'An unknown API key, or a public key outside POST /v1/track'],
+  INVALID_CREDENTIALS: [401, 'Login with a wrong email or password'],
+  FORBIDDEN: [403, 'The user\'s role does not allow this'],
+  PROJECT_DISABLED: [403, 'The key\'s project is disabled'],
+  DOMAIN_NOT_VERIFIED: [403, 'The sender domain is not added or not verified'],
+  SIGNUP_DISABLED: [403, 'The deployment turned signup off'],
+  INVALID_SIGNATURE: [403, '/webhooks/sns: the SNS signature does not verify'],
+  INVALID_CERT_URL: [403, '/webhooks/sns: the signing certificate URL is not an SNS one'],
+  TOPIC_NOT_ALLOWED: [403, '/webhooks/sns: a topic outside SNS_TOPIC_ARNS'],
+  MESSAGE_EXPIRED: [403, '/webhooks/sns: the message is older than the replay window'],
+  INVALID_SUBSCRIBE_URL: [403, '/webhooks/sns: the SubscribeURL is not an SNS one'],
+  NOT_FOUND: [404, 'No such resource in this project, or no such route'],
+  METHOD_NOT_ALLOWED: [405, 'The path does not serve this method (see `Allow`)'],
+  CONFLICT: [409, 'A concurrent request changed the same resource first'],
+  EMAIL_TAKEN: [409, 'Another account or contact has this email'],
+  DOMAIN_EXISTS: [409, 'The project has this domain already'],
+  DOMAIN_TAKEN: [409, 'Another project has this domain verified'],
+  TEMPLATE_IN_USE: [409, 'An active campaign or enabled workflow uses the template'],
+  SEGMENT_IN_USE: [409, 'An active campaign uses the segment'],
+  JOB_ENDED: [409, 'The import or bulk job has already ended'],
+  IDEMPOTENCY_KEY_MISMATCH: [409, 'The Idempotency-Key was used with another body'],
+  IDEMPOTENCY_KEY_IN_USE: [409, 'A request with this Idempotency-Key is still running'],
+  PAYLOAD_TOO_LARGE: [413, 'The body (or an uploaded file) is over its limit'],
+  ATTACHMENTS_TOO_LARGE: [413, 'The attachments of an email add up to more than MAX_ATTACHMENTS_SIZE'],
+  MESSAGE_TOO_LARGE: [413, 'A whole message would be over MAX_MESSAGE_SIZE'],
+  UNSUPPORTED_MEDIA_TYPE: [415, 'The body has a content type the route does not read'],
+  VALIDATION_ERROR: [422, 'Validation failed; `errors` lists each field with its code'],
+  RATE_LIMIT_EXCEEDED: [429, 'The project\'s request budget is spent (see `Retry-After`)'],
+  INTERNAL_ERROR: [500, 'An unexpected error; the log has the details under the requestId'],
+  SERVICE_UNAVAILABLE: [503, 'A dependency (Temporal, DNS, the database) is unavailable; nothing was done'],
+} as const satisfies Record<string, readonly [number, string]>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
 export interface FieldError {
   field: string;
   message: string;
@@ -8,7 +51,7 @@ export interface FieldError {
 export class AppError extends Error {
   constructor(
     readonly statusCode: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly options: { errors?: FieldError[]; suggestion?: string; headers?: Record<string, string> } = {},
   ) {
@@ -23,15 +66,15 @@ export const badRequest = (message: string, suggestion?: string) =>
 export const validationError = (errors: FieldError[], message = 'Request validation failed') =>
   new AppError(422, 'VALIDATION_ERROR', message, { errors });
 
-export const unauthorized = (code: string, message: string, suggestion?: string) =>
+export const unauthorized = (code: ErrorCode, message: string, suggestion?: string) =>
   new AppError(401, code, message, { suggestion });
 
-export const forbidden = (code: string, message: string, suggestion?: string) =>
+export const forbidden = (code: ErrorCode, message: string, suggestion?: string) =>
   new AppError(403, code, message, { suggestion });
 
 export const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} not found`);
 
-export const conflict = (code: string, message: string, suggestion?: string) =>
+export const conflict = (code: ErrorCode, message: string, suggestion?: string) =>
   new AppError(409, code, message, { suggestion });
 
 export const serviceUnavailable = (message: string) => new AppError(503, 'SERVICE_UNAVAILABLE', message);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { emailString, queryBoolean } from '../validation';
 import { ContactDataInput } from '../track/schema';
+import { CUSTOM_FIELD_PATTERN } from '../../domain/contacts/contact-fields';
 
 export const Limit = z.coerce
   .number({ error: 'limit must be a whole number from 1 to 100' })
@@ -37,7 +38,9 @@ export const LookupResponse = z
   .object({ results: z.array(z.object({ email: z.string(), exists: z.boolean(), id: z.string().nullable() })) })
   .meta({ id: 'ContactLookupResponse' });
 
-export const FieldParams = z.object({ field: z.string().min(1).max(205) });
+export const FieldParams = z.object({
+  field: z.string().min(1).max(205).meta({ pattern: CUSTOM_FIELD_PATTERN, description: 'A custom field: its data key, with or without `data.` (not a standard or reserved field).' }),
+});
 
 export const FieldValuesQuery = z.object({ limit: Limit, cursor: Cursor });
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { emailString } from '../validation';
+import { emailString, nameText } from '../validation';
 import { customIssue } from '../validation';
 import { FilterSchema } from '../../domain/filters';
 import { ContactSchema } from '../presenters/contact.presenter';
 
-const Name = z.string().trim().min(1, 'name is required').max(200, 'name is at most 200 characters');
+const Name = nameText(200, { required: 'name is required', tooLong: 'name is at most 200 characters' });
 const Description = z.string().max(2000, 'description is at most 2000 characters');
 
 /**
@@ -16,7 +16,7 @@ export const CreateSegmentBody = z
     name: Name,
     type: z.enum(['DYNAMIC', 'STATIC'], { error: 'type is DYNAMIC or STATIC' }).optional(),
     condition: FilterSchema.optional(),
-    filters: FilterSchema.optional().meta({ description: 'Variant body: the condition of a dynamic segment.' }),
+    filters: FilterSchema.optional(), // the variant body: the condition of a dynamic segment
     description: Description.optional(),
     trackMembership: z.boolean().optional(),
   })
@@ -34,13 +34,21 @@ export const CreateSegmentBody = z
     if (b.type === 'DYNAMIC' && b.condition === undefined) customIssue(ctx, 'A dynamic segment requires a condition', 'required', ['condition']);
     if (b.type === 'STATIC' && b.condition !== undefined) customIssue(ctx, 'A static segment has no condition: add members instead', 'static_segment', ['condition']);
   })
-  .meta({ id: 'CreateSegmentRequest' });
+  // The rules above, for clients that validate against the document: exactly one of the three shapes.
+  .meta({
+    id: 'CreateSegmentRequest',
+    oneOf: [
+      { title: 'Dynamic', required: ['type', 'condition'], properties: { type: { const: 'DYNAMIC' } }, not: { required: ['filters'] } },
+      { title: 'Static', required: ['type'], properties: { type: { const: 'STATIC' } }, not: { anyOf: [{ required: ['condition'] }, { required: ['filters'] }] } },
+      { title: 'Variant: filters', required: ['filters'], properties: { type: { const: 'DYNAMIC' } }, not: { required: ['condition'] } },
+    ],
+  });
 
 export const UpdateSegmentBody = z
   .object({
     name: Name.optional(),
     description: Description.nullable().optional(),
-    condition: FilterSchema.optional().meta({ description: 'Dynamic segments only.' }),
+    condition: FilterSchema.optional(), // dynamic segments only (a static segment's answer is 422 static_segment)
     trackMembership: z.boolean().optional(),
   })
   .strict()

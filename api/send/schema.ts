@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { emailString } from '../validation';
-import { CONTROL, SPACE } from '../../domain/text';
+import { NO_LINE_BREAKS, emailString } from '../validation';
+import { CONTROL, SPACE, caseInsensitive } from '../../domain/text';
 
 export const MAX_RECIPIENTS = 50;
 export const MAX_ATTACHMENTS = 10;
@@ -34,13 +34,24 @@ export const Headers = z
       }
     }
   })
-  .meta({ description: 'Custom headers. Names: printable ASCII without ":"; values: at most 998 characters, no CR or LF. Structural headers (From, To, Subject, Message-ID, Content-*, List-Unsubscribe, ...) cannot be set.' });
+  .meta({
+    description: 'Custom headers. Names: printable ASCII without ":"; values: at most 998 characters, no CR or LF. Structural headers (From, To, Subject, Message-ID, Content-*, List-Unsubscribe, ...) cannot be set.',
+    // The rules above, for clients that validate against the document (header names compare case-insensitively).
+    propertyNames: { pattern: `^(?!(?:${[...STRUCTURAL_HEADERS].map(caseInsensitive).join('|')})$)${HEADER_NAME.source.slice(1, -1)}$` },
+    additionalProperties: { type: 'string', maxLength: 998, pattern: NO_LINE_BREAKS },
+  });
 
 /**
  * Strict base64 (RFC 4648 § 4; whitespace is removed first, as MIME bodies wrap lines): a character-class scan plus a
  * length check, because a grouped pattern recurses per 4 characters and overflows the stack on megabytes.
  */
 const isBase64 = (s: string) => s.length % 4 === 0 && /^[A-Za-z0-9+/]*={0,2}$/.test(s);
+/**
+ * The same rule as a pattern for the document (whole groups of four, `=` padding at the end, whitespace anywhere).
+ * Never run here: on megabytes its groups would overflow the regex engine's stack, which is why isBase64 exists.
+ */
+const B64 = `[A-Za-z0-9+/][${SPACE}]*`;
+const BASE64_PATTERN = `^[${SPACE}]*(?:(?:${B64}){4})*(?:(?:${B64}){2}=[${SPACE}]*=[${SPACE}]*|(?:${B64}){3}=[${SPACE}]*)?$`;
 /** A file name, not a path: no separators, no control characters. */
 const FILENAME = new RegExp(`^[^/\\\\${CONTROL}]+$`);
 
@@ -51,7 +62,8 @@ export const Attachment = z
       .string()
       .min(1, 'An attachment needs content')
       .transform((s) => s.replace(/\s+/g, ''))
-      .refine(isBase64, { message: 'Content must be base64-encoded', params: { code: 'invalid_base64' } }),
+      .refine(isBase64, { message: 'Content must be base64-encoded', params: { code: 'invalid_base64' } })
+      .meta({ contentEncoding: 'base64', pattern: BASE64_PATTERN, description: 'The file, base64-encoded (whitespace and line breaks are ignored).' }),
     contentType: z.string().max(255).regex(/^[A-Za-z0-9_!#$&^.+-]+\/[A-Za-z0-9_!#$&^.+-]+$/, 'A MIME type such as application/pdf').optional(),
     disposition: z.enum(['attachment', 'inline']).optional(),
     contentId: z.string().min(1).max(255).regex(new RegExp(`^[^<>${SPACE}${CONTROL}]+$`), 'A content id without "<", ">", spaces or control characters (reference it as cid:<contentId>)').optional(),
@@ -67,7 +79,8 @@ const subject = z
   .string()
   .min(1)
   .max(998)
-  .refine((s) => !/[\r\n]/.test(s), { message: 'Subject cannot contain newlines', params: { code: 'invalid_subject' } });
+  .refine((s) => !/[\r\n]/.test(s), { message: 'Subject cannot contain newlines', params: { code: 'invalid_subject' } })
+  .meta({ pattern: NO_LINE_BREAKS });
 
 export const SendBody = z
   .object({
@@ -95,7 +108,8 @@ export const SendBody = z
       if (b.from === undefined) ctx.addIssue({ code: 'custom', path: ['from'], message: 'Required when no template is given', params: { code: 'required' } });
     }
   })
-  .meta({ id: 'SendRequest' });
+  // The rule above, for clients that validate against the document: a template, or subject, body and from.
+  .meta({ id: 'SendRequest', anyOf: [{ required: ['template'] }, { required: ['subject', 'body', 'from'] }] });
 export type SendBody = z.infer<typeof SendBody>;
 
 export const SendResponse = z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emailString } from '../validation';
+import { NO_LINE_BREAKS, emailString, nameText } from '../validation';
 import { Cursor, Limit } from '../contacts/schema';
 import { TEMPLATE_TYPES } from '../../domain/templates/template.entity';
 import { MAX_TEMPLATE_BODY_BYTES, MAX_TEMPLATE_NAME } from '../../domain/templates/template.service';
@@ -8,14 +8,14 @@ const required = (field: string, kind: string) => ({
   error: (issue: { input: unknown }) => (issue.input === undefined ? `${field} is required` : `${field} must be ${kind}`),
 });
 
-const Name = z.string(required('name', 'a string')).trim().min(1, 'name is required').max(MAX_TEMPLATE_NAME, `name is at most ${MAX_TEMPLATE_NAME} characters`);
+const Name = nameText(MAX_TEMPLATE_NAME, { required: 'name is required', tooLong: `name is at most ${MAX_TEMPLATE_NAME} characters` }, z.string(required('name', 'a string')));
 
 const Subject = z
   .string(required('subject', 'a string'))
   .min(1, 'subject is required')
   .max(998, 'subject is at most 998 characters')
   .refine((s) => !/[\r\n]/.test(s), { message: 'subject cannot contain newlines', params: { code: 'invalid_subject' } })
-  .meta({ description: 'Liquid template, 1 to 998 characters, no CR or LF.' });
+  .meta({ description: 'Liquid template, 1 to 998 characters, no CR or LF.', pattern: NO_LINE_BREAKS });
 
 const Body = z
   .string(required('body', 'a string'))
@@ -33,9 +33,10 @@ const From = emailString.meta({ description: 'Sender address; must be on a VERIF
 // A display name ends up in the From header: no line breaks, and "" means no name.
 const FromName = z
   .string()
-  .trim()
   .max(200, 'fromName is at most 200 characters')
   .refine((s) => !/[\r\n]/.test(s), { message: 'fromName cannot contain CR or LF', params: { code: 'header_injection' } })
+  .meta({ pattern: NO_LINE_BREAKS })
+  .trim()
   .transform((s) => (s === '' ? null : s));
 
 const ReplyTo = emailString.meta({ description: 'Reply-To address (any domain).' });

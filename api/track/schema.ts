@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { emailString } from '../validation';
-import { EVENT_NAME_RE, isReservedEventName } from '../../domain/events/event-names';
+import { EVENT_NAME_RE, TRACKABLE_EVENT_NAME_PATTERN, isReservedEventName } from '../../domain/events/event-names';
 
 export const EventName = z
   .string()
@@ -15,11 +15,15 @@ export const EventName = z
         params: { code: 'reserved_event' },
       });
     }
-  });
+  })
+  .meta({ pattern: TRACKABLE_EVENT_NAME_PATTERN, description: 'Not one of the names the service emits (email.*, contact.subscribed, contact.unsubscribed, segment.<slug>.entry/exit).' });
 
 export const ContactDataInput = z
   .record(z.string().max(200), z.unknown())
-  .meta({ description: 'Contact data: values are stored; null deletes a key; "" is ignored; { value, persistent: false } is for this call only; reserved keys are dropped.' });
+  .meta({
+    description: 'Contact data: values are stored; null deletes a key; "" is ignored; { value, persistent: false } is for this call only; reserved keys are dropped.',
+    propertyNames: { maxLength: 200 },
+  });
 
 export const TrackBody = z
   .object({ email: emailString, event: EventName, subscribed: z.boolean().optional(), data: ContactDataInput.optional() })

@@ -9,9 +9,9 @@ export const VerifyBody = z
   .object({
     email: z
       .string({ error: 'Required: the email address to check' })
+      .max(1024, 'At most 1024 characters')
       .trim()
       .min(1, 'Required: the email address to check')
-      .max(1024, 'At most 1024 characters')
       .meta({ description: 'The address to check; surrounding whitespace is ignored.', example: 'jane+news@example.com' }),
   })
   .meta({ id: 'VerifyRequest' });

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, validationError } from '../errors';
 import { RESERVED_DATA_KEYS } from './contact-data';
+import { alternatives } from '../text';
 
 export type FieldType = 'string' | 'number' | 'boolean' | 'date' | 'object' | 'array';
 
@@ -55,6 +56,13 @@ export async function listFields(em: EntityManager, projectId: string): Promise<
   }
   return fields;
 }
+
+/**
+ * `customFieldName`'s rule as one portable pattern for the OpenAPI document: `data.` optional, then 1-200 characters
+ * that are not a standard or reserved field.
+ */
+export const CUSTOM_FIELD_PATTERN =
+  `^(?!data\\.$)(?!(?:data\\.)?(?:${alternatives([...STANDARD_FIELDS.map((f) => f.name), ...RESERVED_DATA_KEYS])})$)(?:data\\.)?[\\s\\S]{1,200}$`;
 
 /** Accepts `plan` or `data.plan`; refuses standard fields, which are not contact data. */
 export function customFieldName(field: string): string {

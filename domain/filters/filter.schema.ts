@@ -1,7 +1,53 @@
 import { z } from 'zod';
 import { validateFilter } from './filter.validate';
 import type { Filter } from './filter.types';
-import { FILTER_LIMITS } from './filter.types';
+import { EVENT_OPERATORS, FIELD_OPERATORS, FILTER_LIMITS, GROUP_OPERATORS, STANDARD_FILTER_FIELDS } from './filter.types';
+
+/**
+ * The filter's shape as JSON Schema for the OpenAPI document (recursive through the `Filter` component): groups,
+ * field conditions and event conditions with their keys, operators and field names. The validator also checks what
+ * a schema states poorly: which operators a field takes, each operator's value, the depth and the total count.
+ */
+const FILTER_DOC = {
+  type: 'object',
+  required: ['operator', 'conditions'],
+  additionalProperties: false,
+  properties: {
+    operator: { type: 'string', enum: [...GROUP_OPERATORS] },
+    conditions: {
+      type: 'array',
+      maxItems: FILTER_LIMITS.maxConditions,
+      items: {
+        anyOf: [
+          { $ref: '#/components/schemas/Filter' },
+          {
+            type: 'object',
+            title: 'Field condition',
+            required: ['field', 'operator'],
+            additionalProperties: false,
+            properties: {
+              field: { type: 'string', pattern: `^(?:${STANDARD_FILTER_FIELDS.join('|')}|data(?:\\.[^.]+){1,${FILTER_LIMITS.maxPathSegments}})$` },
+              operator: { type: 'string', enum: [...FIELD_OPERATORS] },
+              value: { description: 'A string, number or boolean, or a list of them for in / notIn; none for exists / notExists.' },
+            },
+          },
+          {
+            type: 'object',
+            title: 'Event condition',
+            required: ['event', 'operator'],
+            additionalProperties: false,
+            properties: {
+              event: { type: 'string', minLength: 1, maxLength: 200 },
+              operator: { type: 'string', enum: [...EVENT_OPERATORS] },
+              withinDays: { type: 'integer', minimum: 1, maximum: FILTER_LIMITS.maxDays },
+              minCount: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+            },
+          },
+        ],
+      },
+    },
+  },
+};
 
 /**
  * The filter as a zod schema for request bodies (segment `condition`, campaign `audienceFilter`, workflow CONDITION
@@ -21,6 +67,7 @@ export const FilterSchema = z
       'startsWith, endsWith, gt, gte, lt, lte, in, notIn, exists, notExists, before, after, withinLastDays), an event condition ' +
       '`{ event, operator: "hasDone" | "hasNotDone", withinDays?, minCount? }`, or a nested group. ' +
       `At most ${FILTER_LIMITS.maxDepth} levels and ${FILTER_LIMITS.maxConditions} conditions.`,
+    ...FILTER_DOC,
     example: { operator: 'AND', conditions: [{ field: 'data.plan', operator: 'in', value: ['pro', 'team'] }, { event: 'purchase', operator: 'hasDone', withinDays: 30 }] },
   });
 

@@ -270,3 +270,25 @@ describe('sessions', () => {
     expect((await api('GET', '/users/@me', { cookie: sessionCookie(signup) })).status).toBe(200);
   });
 });
+
+describe('fixed paths own their path for every method', () => {
+  test('DELETE /events/names is 405 (Allow: the GET of /events/names), and no event named "names" is deleted', async () => {
+    const tracked = await api('POST', '/v1/track', { key: project.secretKey, body: { email: 'names@example.com', event: 'names' } });
+    expect(tracked.status).toBe(200);
+    for (const path of ['/events/names', '/events/stats']) {
+      const res = await api('DELETE', path, { key: project.secretKey });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('HEAD, GET, OPTIONS');
+    }
+    const names = await api('GET', '/events/names', { key: project.secretKey });
+    expect(names.body.data.map((n: { name: string }) => n.name)).toContain('names');
+    expect((await rawRequest('OPTIONS', '/events/track')).headers.allow).toBe('POST, OPTIONS');
+  });
+
+  test('an event name that is no fixed path is still deleted through /events/:eventName', async () => {
+    await api('POST', '/v1/track', { key: project.secretKey, body: { email: 'names@example.com', event: 'to-delete' } });
+    const res = await api('DELETE', '/events/to-delete', { key: project.secretKey });
+    expect(res.status).toBe(200);
+    expect(res.body.deleted).toBe(1);
+  });
+});

@@ -33,9 +33,9 @@ describe('error renderer', () => {
 
   test('an AppError keeps its status, code, field errors and suggestion', async () => {
     const res = await call(() => {
-      throw new AppError(409, 'CONFLICT_X', 'Conflict', { errors: [{ field: 'a', message: 'm', code: 'c' }], suggestion: 'do y' });
+      throw new AppError(409, 'DOMAIN_EXISTS', 'Conflict', { errors: [{ field: 'a', message: 'm', code: 'c' }], suggestion: 'do y' });
     });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: 'CONFLICT_X', statusCode: 409, errors: [{ field: 'a', message: 'm', code: 'c' }], suggestion: 'do y' });
+    expect(res.body.error).toMatchObject({ code: 'DOMAIN_EXISTS', statusCode: 409, errors: [{ field: 'a', message: 'm', code: 'c' }], suggestion: 'do y' });
   });
 });

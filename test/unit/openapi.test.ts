@@ -2,6 +2,11 @@ import { buildRoutes } from '../../api/app';
 import { openApiDocument } from '../../api/system/routes';
 import { loadConfig } from '../../domain/config';
 import type { ApiDeps } from '../../api/context';
+import { emailString } from '../../api/validation';
+import { EventName } from '../../api/track/schema';
+import { SendBody } from '../../api/send/schema';
+import { customFieldName } from '../../domain/contacts/contact-fields';
+import { checkDomainName } from '../../domain/domains/hostname';
 
 /** The OpenAPI document agrees with what the shared middleware answers (issue 12, finding 7). Built without services. */
 const deps = { config: loadConfig({ DATABASE_URL: 'postgres://unused/openapi', NODE_ENV: 'test' }) } as ApiDeps;
@@ -72,4 +77,50 @@ test('a body that may be empty is optional; one with required fields is required
   expect(doc.paths['/templates/{id}']!.patch!.requestBody!.required).toBe(false);
   expect(doc.paths['/contacts']!.post!.requestBody!.required).toBe(true);
   expect(doc.paths['/v1/send']!.post!.requestBody!.required).toBe(true);
+});
+
+/** A published pattern and the validator behind it agree on every sample (issue 12: the document must not contradict the server). */
+describe('published patterns say what the validators do', () => {
+  const schemaOf = (name: string) => doc.components.schemas[name] as { properties: Record<string, { pattern?: string }> };
+  const agree = (pattern: string | undefined, accepts: (s: string) => boolean, samples: string[]) => {
+    expect(pattern).toBeDefined();
+    const re = new RegExp(pattern!);
+    for (const s of samples) expect({ s, pattern: re.test(s) }).toEqual({ s, pattern: accepts(s) });
+  };
+
+  test('email addresses', () => {
+    const pattern = schemaOf('CreateContactRequest').properties.email!.pattern;
+    agree(pattern, (s) => emailString.safeParse(s).success, [
+      'a@example.com', ' a@example.com ', 'first.last+tag@sub.example.co', '|`b@k3z.dz.org', 'kd~@vnxd.org', 'a@b', 'a@b.c', 'a..b@example.com', '@example.com', 'a@-x.com', 'A@EXAMPLE.COM',
+    ]);
+  });
+
+  test('trackable event names', () => {
+    const pattern = schemaOf('TrackRequest').properties.event!.pattern;
+    agree(pattern, (s) => EventName.safeParse(s).success, ['signup', 'Email.open', 'email', 'contact.subscribed', 'contact.subscribedX', 'SEGMENT.vip.Entry', 'segment.a.b.entry', ' x', 'x ', 'a\u0001b', 'a'.repeat(200)]);
+  });
+
+  test('custom field names in paths', () => {
+    const pattern = (doc.paths['/contacts/fields/{field}']!.delete!.parameters![0] as unknown as { schema: { pattern: string } }).schema.pattern;
+    const accepts = (s: string) => {
+      try {
+        customFieldName(s);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    agree(pattern, accepts, ['plan', 'data.plan', 'data.', 'email', 'data.email', 'emailx', 'id', 'data.data.', 'a'.repeat(200), 'a'.repeat(201), `data.${'a'.repeat(200)}`]);
+  });
+
+  test('sender domain names', () => {
+    const pattern = schemaOf('CreateDomainRequest').properties.domain!.pattern;
+    agree(pattern, (s) => checkDomainName(s).ok, ['example.com', 'Mail.Example.COM.', ' example.com ', 'a.b', 'localhost', '1.2.3.4', 'xn--bcher-kva.ch', '-a.com', 'a..com', 'a_b.com', 'a.c0m', `${'a'.repeat(64)}.com`, 'a.xn--']);
+  });
+
+  test('base64 attachment content', () => {
+    const pattern = (doc.components.schemas.Attachment as { properties: { content: { pattern: string } } }).properties.content.pattern;
+    const accepts = (s: string) => SendBody.shape.attachments.unwrap().element.safeParse({ filename: 'f', content: s }).success;
+    agree(pattern, accepts, ['QUJD', 'QUI=', 'QQ==', 'Q Q = =', 'QUJDRA==\n', 'QQ=', 'Q===', 'QUJD\nRA==', '!!!!', 'QUJDR']);
+  });
 });
