@@ -1,13 +1,29 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Three tiers (ENGINEERING.md › Test tiers), all run by `npm test`:
+ * - unit: pure code, no services (seconds): `npm run test:unit`;
+ * - workflow: workflows on a throw-away Temporal dev server with activity doubles, and replay of recorded histories;
+ * - stack: the real stack (Postgres, Temporal, SMTP capture, DNS, the API and worker processes), which the stack
+ *   tier's global setup starts once; schemathesis runs here too.
+ * A project's global setup runs only when the run selects one of its tests, so the unit tier never boots the stack.
+ * @type {import('jest').Config}
+ */
+const tier = (displayName, roots, extra = {}) => ({
+  displayName,
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
+  roots: roots.map((r) => `<rootDir>/test/${r}`),
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false, tsconfig: { module: 'commonjs', moduleResolution: 'node', isolatedModules: true } }] },
   setupFiles: ['<rootDir>/test/setup-env.ts'],
-  globalSetup: '<rootDir>/test/global-setup.ts',
-  globalTeardown: '<rootDir>/test/global-teardown.ts',
+  slowTestThreshold: 20,
+  ...extra,
+});
+
+module.exports = {
+  projects: [
+    tier('unit', ['unit']),
+    tier('workflow', ['workflows']),
+    tier('stack', ['integration', 'fuzz'], { globalSetup: '<rootDir>/test/global-setup.ts', globalTeardown: '<rootDir>/test/global-teardown.ts' }),
+  ],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   testTimeout: 60_000,
-  slowTestThreshold: 20,
 };

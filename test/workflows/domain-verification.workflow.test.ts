@@ -1,16 +1,15 @@
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
 import type { DomainVerificationResult } from '../../temporal/workflows/domain-verification.workflow';
 import { checkNowUpdate, removeSignal } from '../../temporal/definitions';
 import type { DomainCheckResult } from '../../domain/domains/domain.service';
-import { stackEnv } from '../stack-env';
+import { workflowTestEnv } from '../helpers/workflow-env';
 
 /**
- * The verification loop's orchestration with an activity double, on the test stack's Temporal server and a task queue
- * of its own: update semantics, no overlapping checks, continue-as-new, and how the loop ends.
+ * The verification loop's orchestration with an activity double, on a throw-away Temporal dev server: update semantics, no overlapping checks, continue-as-new, and how the loop ends.
  */
 type Behaviour = (call: number) => Promise<DomainCheckResult>;
 const behaviours = new Map<string, Behaviour>();
@@ -21,8 +20,7 @@ let maxInFlight = 0;
 const taskQueue = `domains-wf-${randomUUID()}`;
 let worker: Worker;
 let running: Promise<void>;
-let nativeConnection: NativeConnection;
-let connection: Connection;
+let env: TestWorkflowEnvironment;
 let client: Client;
 
 const result = (over: Partial<DomainCheckResult> = {}): DomainCheckResult => ({
@@ -34,11 +32,12 @@ const result = (over: Partial<DomainCheckResult> = {}): DomainCheckResult => ({
 });
 
 beforeAll(async () => {
-  nativeConnection = await NativeConnection.connect({ address: stackEnv().temporalAddress });
+  const test = await workflowTestEnv();
+  env = test.env;
   worker = await Worker.create({
-    connection: nativeConnection,
+    connection: env.nativeConnection,
     taskQueue,
-    workflowsPath: path.join(__dirname, '..', '..', 'temporal', 'workflows'),
+    workflowBundle: test.bundle,
     activities: {
       async checkDomain({ domainId }: { domainId: string }): Promise<DomainCheckResult> {
         const n = (calls.get(domainId) ?? 0) + 1;
@@ -54,15 +53,13 @@ beforeAll(async () => {
     },
   });
   running = worker.run();
-  connection = await Connection.connect({ address: stackEnv().temporalAddress });
-  client = new Client({ connection });
+  client = env.client;
 }, 60_000);
 
 afterAll(async () => {
   worker?.shutdown();
   await running;
-  await connection?.close();
-  await nativeConnection?.close();
+  await env?.teardown();
 });
 
 function start(domainId: string, behaviour: Behaviour, checksPerRun?: number) {
