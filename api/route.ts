@@ -9,6 +9,7 @@ import { requireApiKey, requireSession } from './middleware/auth';
 import { AppError, validationError } from '../domain/errors';
 import { inputProblems, zodFieldErrors } from './validation';
 import { errorResponses } from './common.schema';
+import { VariantHeaders, earlierSchema, hasVariants, requestedVariant, toEarlier } from './variant';
 
 export type AuthMode = 'secret' | 'public' | 'session' | 'none';
 
@@ -95,6 +96,7 @@ export class Routes {
 
   add<B = undefined, Q = undefined, P = undefined>(def: RouteDef<B, Q, P>): void {
     const middleware: Koa.Middleware<AppState>[] = [];
+    const variants = hasVariants(def);
     const own: { layer?: Layer } = {}; // this route's layer, known once it is registered below
     // `/contacts/:id` also matches `/contacts/lookup`, and `/events/:eventName` matches `/events/names`: a path that
     // another route owns is that route's, so another method there is its 405 (with its Allow), not this route's 422
@@ -139,9 +141,11 @@ export class Routes {
         const body = parse(def.body, def.body ? (raw ?? {}) : undefined, []);
         const query = parse(def.query, ctx.query, ['query']);
         const params = parse(def.params, ctx.params, ['params']);
+        const variant = variants ? requestedVariant(ctx) : 'current';
         const result = await def.handler({ ctx, body, query, params } as HandlerInput<B, Q, P>);
         ctx.status = result.status ?? (result.body === undefined ? 204 : 200);
-        if (result.body !== undefined) ctx.body = result.body;
+        if (result.body === undefined) return;
+        ctx.body = variant === 'earlier' && !def.responses[ctx.status]?.contentType ? toEarlier(result.body) : result.body;
       } finally {
         for (const f of files) fs.rm(f.filepath, { force: true }, () => undefined);
       }
@@ -188,9 +192,12 @@ export class Routes {
 
   private register<B, Q, P>(def: RouteDef<B, Q, P>): void {
     const responses: Record<string, ResponseConfig> = {};
+    const variants = hasVariants(def);
     for (const [status, r] of Object.entries(def.responses)) {
       const type = r.contentType ?? 'application/json';
-      responses[status] = r.schema ? { description: r.description, content: { [type]: { schema: r.schema } } } : { description: r.description };
+      // Success bodies of dashboard resources come in both variants (errors keep the one envelope).
+      const schema = r.schema && variants && !r.contentType && Number(status) < 300 ? z.union([r.schema, earlierSchema(r.schema)]) : r.schema;
+      responses[status] = schema ? { description: r.description, content: { [type]: { schema } } } : { description: r.description };
     }
     // The errors the shared middleware can answer on this route, whatever its handler declares: they join a declared
     // status (a page route's HTML 400 also comes as the JSON envelope when the form itself is malformed).
@@ -217,6 +224,7 @@ export class Routes {
           : {}),
         ...(def.query ? { query: def.query as unknown as z.ZodObject } : {}),
         ...(def.params ? { params: def.params as unknown as z.ZodObject } : {}),
+        ...(variants ? { headers: VariantHeaders } : {}),
       },
       responses,
     });
@@ -224,7 +232,7 @@ export class Routes {
 }
 
 /** Statuses that the shared middleware (auth, rate limit, body parsing, input checks) can answer on a route. */
-function implicitErrorStatuses(def: Pick<RouteDef<unknown, unknown, unknown>, 'auth' | 'body' | 'query' | 'params' | 'rawBody'>): number[] {
+function implicitErrorStatuses(def: Pick<RouteDef<unknown, unknown, unknown>, 'auth' | 'body' | 'query' | 'params' | 'rawBody' | 'path'>): number[] {
   const statuses = new Set<number>();
   if (def.auth === 'secret' || def.auth === 'public') [401, 403, 429].forEach((s) => statuses.add(s));
   if (def.auth === 'session') statuses.add(401);
@@ -232,7 +240,7 @@ function implicitErrorStatuses(def: Pick<RouteDef<unknown, unknown, unknown>, 'a
     statuses.add(413);
     if (!def.rawBody) statuses.add(400); // malformed JSON, form or multipart
   }
-  if (def.body || def.query || def.params) statuses.add(422);
+  if (def.body || def.query || def.params || hasVariants(def)) statuses.add(422);
   return [...statuses];
 }
 

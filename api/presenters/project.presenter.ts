@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Project } from '../../domain/projects/project.entity';
+import { DEFAULT_PROJECT_SETTINGS, type Project } from '../../domain/projects/project.entity';
+import { RESPONSE_VARIANTS } from '../variant';
 import type { Role } from '../../domain/projects/membership.entity';
 import type { KeyPair } from '../../domain/projects/api-keys';
 
@@ -12,7 +13,7 @@ export const ProjectSchema = z
     secretKeyHint: z.string().meta({ description: 'First characters of the secret key; the key itself is shown only at creation and rotation.' }),
     keysRotatedAt: z.iso.datetime(),
     disabled: z.boolean(),
-    settings: z.object({ trackOpens: z.boolean(), trackClicks: z.boolean() }),
+    settings: z.object({ trackOpens: z.boolean(), trackClicks: z.boolean(), responseVariant: z.enum(RESPONSE_VARIANTS) }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
@@ -33,7 +34,7 @@ export function presentProject(project: Project, role: Role): z.infer<typeof Pro
     secretKeyHint: project.secretKeyHint,
     keysRotatedAt: project.keysRotatedAt.toISOString(),
     disabled: project.disabled,
-    settings: project.settings,
+    settings: { ...DEFAULT_PROJECT_SETTINGS, ...project.settings },
     createdAt: project.createdAt.toISOString(),
     updatedAt: project.updatedAt.toISOString(),
   };

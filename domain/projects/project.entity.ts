@@ -5,9 +5,11 @@ export interface ProjectSettings {
   /** Open and click tracking for this project's mail (a send can override it). */
   trackOpens: boolean;
   trackClicks: boolean;
+  /** The response variant of this project's secret-key requests without the variant header (SPEC.md › Versioning). */
+  responseVariant: 'current' | 'earlier';
 }
 
-export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = { trackOpens: true, trackClicks: true };
+export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = { trackOpens: true, trackClicks: true, responseVariant: 'current' };
 
 export const Project = defineEntity({
   name: 'Project',
