@@ -5,6 +5,7 @@ import { z, type ZodType } from 'zod';
 import { OpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type Koa from 'koa';
 import type { AppContext, AppState, ApiDeps } from './context';
+import type { ApiPrincipal } from '../domain/projects/project.service';
 import { requireApiKey, requireSession } from './middleware/auth';
 import { AppError, validationError } from '../domain/errors';
 import { inputProblems, zodFieldErrors } from './validation';
@@ -13,26 +14,29 @@ import { VariantHeaders, earlierSchema, hasVariants, requestedVariant, toEarlier
 
 export type AuthMode = 'secret' | 'public' | 'session' | 'none';
 
-export interface HandlerInput<B, Q, P> {
+/** Who is calling, by the route's auth mode: the key's project (and settings), or the session's user. */
+export type Caller<A extends AuthMode> = A extends 'secret' | 'public' ? { principal: ApiPrincipal } : A extends 'session' ? { userId: string } : object;
+
+export type HandlerInput<B, Q, P, A extends AuthMode = AuthMode> = {
   ctx: AppContext;
   body: B;
   query: Q;
   params: P;
-}
+} & Caller<A>;
 
 export interface HandlerResult {
   status?: number;
   body?: unknown;
 }
 
-export interface RouteDef<B, Q, P> {
+export interface RouteDef<B, Q, P, A extends AuthMode = AuthMode> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Koa-style path: `/contacts/:id`. */
   path: string;
   summary: string;
   description?: string;
   tags: string[];
-  auth: AuthMode;
+  auth: A;
   body?: ZodType<B>;
   query?: ZodType<Q>;
   params?: ZodType<P>;
@@ -55,7 +59,7 @@ export interface RouteDef<B, Q, P> {
   rawBody?: { maxBytes: number };
   /** `contentType` documents a non-JSON response (the handler sets ctx.type itself). */
   responses: Record<number, { description: string; schema?: ZodType; contentType?: string }>;
-  handler: (input: HandlerInput<B, Q, P>) => Promise<HandlerResult>;
+  handler: (input: HandlerInput<B, Q, P, A>) => Promise<HandlerResult>;
 }
 
 const SECURITY: Record<AuthMode, RouteConfig['security']> = {
@@ -94,7 +98,7 @@ export class Routes {
     });
   }
 
-  add<B = undefined, Q = undefined, P = undefined>(def: RouteDef<B, Q, P>): void {
+  add<B = undefined, Q = undefined, P = undefined, A extends AuthMode = AuthMode>(def: RouteDef<B, Q, P, A>): void {
     const middleware: Koa.Middleware<AppState>[] = [];
     const variants = hasVariants(def);
     const own: { layer?: Layer } = {}; // this route's layer, known once it is registered below
@@ -142,7 +146,9 @@ export class Routes {
         const query = parse(def.query, ctx.query, ['query']);
         const params = parse(def.params, ctx.params, ['params']);
         const variant = variants ? requestedVariant(ctx) : 'current';
-        const result = await def.handler({ ctx, body, query, params } as HandlerInput<B, Q, P>);
+        // The auth middleware above set what this route's mode promises.
+        const caller = { principal: ctx.state.principal, userId: ctx.state.userId } as unknown as Caller<A>;
+        const result = await def.handler({ ctx, body, query, params, ...caller } as HandlerInput<B, Q, P, A>);
         ctx.status = result.status ?? (result.body === undefined ? 204 : 200);
         if (result.body === undefined) return;
         ctx.body = variant === 'earlier' && !def.responses[ctx.status]?.contentType ? toEarlier(result.body) : result.body;
@@ -190,7 +196,7 @@ export class Routes {
     };
   }
 
-  private register<B, Q, P>(def: RouteDef<B, Q, P>): void {
+  private register<B, Q, P, A extends AuthMode>(def: RouteDef<B, Q, P, A>): void {
     const responses: Record<string, ResponseConfig> = {};
     const variants = hasVariants(def);
     for (const [status, r] of Object.entries(def.responses)) {

@@ -27,9 +27,9 @@ export function hasVariants(route: { path: string; auth: string }): boolean {
 
 /** The variant of this request: the header (a value other than the two is 422), else the project's setting. */
 export function requestedVariant(ctx: AppContext): ResponseVariant {
-  const asked = ctx.get(VARIANT_HEADER);
-  if (asked) {
-    if ((RESPONSE_VARIANTS as readonly string[]).includes(asked)) return asked as ResponseVariant;
+  const asked = ctx.headers[VARIANT_HEADER.toLowerCase()];
+  if (asked !== undefined) {
+    if (typeof asked === 'string' && (RESPONSE_VARIANTS as readonly string[]).includes(asked)) return asked as ResponseVariant;
     throw validationError([{ field: `headers.${VARIANT_HEADER}`, message: `${VARIANT_HEADER} is current or earlier`, code: 'invalid_enum_value' }]);
   }
   return ctx.state.principal?.settings.responseVariant ?? 'current';

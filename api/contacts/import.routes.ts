@@ -48,8 +48,7 @@ function presentBulkJob(j: JobRow) {
  * Cancels a QUEUED or RUNNING job: its workflow is cancelled first (if Temporal is unreachable nothing changes and the
  * caller gets 503), then the job is marked CANCELLED, which also stops any chunk not committed yet.
  */
-async function cancel(ctx: AppContext, deps: ApiDeps, jobId: string, kind: 'import' | 'bulk'): Promise<JobRow> {
-  const projectId = ctx.state.principal!.projectId;
+async function cancel(ctx: AppContext, deps: ApiDeps, projectId: string, jobId: string, kind: 'import' | 'bulk'): Promise<JobRow> {
   const job = await getJob(ctx.state.em, projectId, jobId, kind);
   if (job.status !== 'QUEUED' && job.status !== 'RUNNING') throw jobEnded(job);
   try {
@@ -76,7 +75,7 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     body: ImportBody,
     multipart: { maxFileSize: MAX_IMPORT_BYTES },
     responses: { 202: { description: 'Queued', schema: JobQueuedResponse }, ...errorResponses(400, 401, 413, 422, 503) },
-    handler: async ({ ctx, body }) => {
+    handler: async ({ ctx, body, principal }) => {
       const content = await fs.readFile(body.file.filepath);
       try {
         readLayout(content, body.mapping);
@@ -84,7 +83,7 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
         if (err instanceof CsvRejected) throw validationError([{ field: err.field, message: err.message, code: err.field === 'mapping' ? 'invalid_mapping' : 'invalid_csv' }], err.message);
         throw err;
       }
-      const projectId = ctx.state.principal!.projectId;
+      const projectId = principal.projectId;
       const jobId = await submitImportJob(ctx.state.em, deps.temporal, {
         projectId,
         fileName: body.file.originalFilename ?? undefined,
@@ -103,7 +102,7 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: JobIdParams,
     responses: { 200: { description: 'The job', schema: ImportJobResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: presentImportJob(await getJob(ctx.state.em, ctx.state.principal!.projectId, params.jobId, 'import')) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentImportJob(await getJob(ctx.state.em, principal.projectId, params.jobId, 'import')) }),
   });
 
   routes.add({
@@ -117,7 +116,7 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: JobIdParams,
     responses: { 200: { description: 'The cancelled job', schema: ImportJobResponse }, ...errorResponses(401, 404, 409, 422, 503) },
-    handler: async ({ ctx, params }) => ({ body: presentImportJob(await cancel(ctx, deps, params.jobId, 'import')) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentImportJob(await cancel(ctx, deps, principal.projectId, params.jobId, 'import')) }),
   });
 
   const bulk: [string, BulkJobType, string][] = [
@@ -135,8 +134,8 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
       auth: 'secret',
       body: ContactIdsBody,
       responses: { 202: { description: 'Queued', schema: JobQueuedResponse }, ...errorResponses(400, 401, 422, 503) },
-      handler: async ({ ctx, body }) => {
-        const projectId = ctx.state.principal!.projectId;
+      handler: async ({ ctx, body, principal }) => {
+        const projectId = principal.projectId;
         const jobId = await submitBulkJob(ctx.state.em, deps.temporal, { projectId, type, contactIds: body.contactIds });
         return { status: 202, body: { jobId } };
       },
@@ -151,7 +150,7 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: JobIdParams,
     responses: { 200: { description: 'The job', schema: BulkJobResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: presentBulkJob(await getJob(ctx.state.em, ctx.state.principal!.projectId, params.jobId, 'bulk')) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentBulkJob(await getJob(ctx.state.em, principal.projectId, params.jobId, 'bulk')) }),
   });
 
   routes.add({
@@ -165,6 +164,6 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: JobIdParams,
     responses: { 200: { description: 'The cancelled job', schema: BulkJobResponse }, ...errorResponses(401, 404, 409, 422, 503) },
-    handler: async ({ ctx, params }) => ({ body: presentBulkJob(await cancel(ctx, deps, params.jobId, 'bulk')) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentBulkJob(await cancel(ctx, deps, principal.projectId, params.jobId, 'bulk')) }),
   });
 }

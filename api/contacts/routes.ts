@@ -47,7 +47,7 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     tags: TAGS,
     auth: 'secret',
     responses: { 200: { description: 'Fields', schema: z.object({ data: z.array(FieldSchema) }) }, ...errorResponses(401) },
-    handler: async ({ ctx }) => ({ body: { data: await listFields(ctx.state.em, ctx.state.principal!.projectId) } }),
+    handler: async ({ ctx, principal }) => ({ body: { data: await listFields(ctx.state.em, principal.projectId) } }),
   });
 
   routes.add({
@@ -60,9 +60,9 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     params: FieldParams,
     query: FieldValuesQuery,
     responses: { 200: { description: 'Values with counts', schema: FieldValuesResponse }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, params, query }) => {
+    handler: async ({ ctx, params, query, principal }) => {
       const offset = decodeOffset(query.cursor);
-      const page = await fieldValues(ctx.state.em, ctx.state.principal!.projectId, params.field, { limit: query.limit, offset });
+      const page = await fieldValues(ctx.state.em, principal.projectId, params.field, { limit: query.limit, offset });
       const cursor = page.hasMore ? Buffer.from(`o:${offset + query.limit}`).toString('base64url') : null;
       return { body: { data: page.data, cursor, hasMore: page.hasMore, total: page.total } };
     },
@@ -76,9 +76,9 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: FieldParams,
     responses: { 200: { description: 'References', schema: UsageSchema.extend({ field: z.string() }) }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, params }) => {
+    handler: async ({ ctx, params, principal }) => {
       const field = customFieldName(params.field);
-      return { body: { field, ...(await usageRegistry.fieldUsage(ctx.state.em, ctx.state.principal!.projectId, field)) } };
+      return { body: { field, ...(await usageRegistry.fieldUsage(ctx.state.em, principal.projectId, field)) } };
     },
   });
 
@@ -90,7 +90,7 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: FieldParams,
     responses: { 200: { description: 'Removed', schema: z.object({ field: z.string(), contactsUpdated: z.number().int() }) }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, params }) => ({ body: await deleteField(ctx.state.em, ctx.state.principal!.projectId, params.field) }),
+    handler: async ({ ctx, params, principal }) => ({ body: await deleteField(ctx.state.em, principal.projectId, params.field) }),
   });
 
   routes.add({
@@ -101,7 +101,7 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     body: LookupBody,
     responses: { 200: { description: 'One result per email, in the order given', schema: LookupResponse }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, body }) => ({ body: { results: await lookupContacts(ctx.state.em, ctx.state.principal!.projectId, body.emails) } }),
+    handler: async ({ ctx, body, principal }) => ({ body: { results: await lookupContacts(ctx.state.em, principal.projectId, body.emails) } }),
   });
 
   routes.add({
@@ -112,8 +112,8 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     query: ListContactsQuery,
     responses: { 200: { description: 'A page of contacts', schema: cursorListSchema(ContactSchema, 'ContactList') }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, query }) => {
-      const page = await listContacts(ctx.state.em, ctx.state.principal!.projectId, query);
+    handler: async ({ ctx, query, principal }) => {
+      const page = await listContacts(ctx.state.em, principal.projectId, query);
       return { body: { ...page, data: page.data.map(presentContact) } };
     },
   });
@@ -131,8 +131,8 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
       200: { description: 'Existing contact (updated when anything changed)', schema: ContactWithMetaSchema },
       ...errorResponses(401, 413, 422),
     },
-    handler: async ({ ctx, body }) => {
-      const r = await createOrUpdateContact(ctx.state.em, ctx.state.principal!.projectId, body);
+    handler: async ({ ctx, body, principal }) => {
+      const r = await createOrUpdateContact(ctx.state.em, principal.projectId, body);
       return { status: r.isNew ? 201 : 200, body: { ...presentContact(r.contact), _meta: { isNew: r.isNew, isUpdate: r.isUpdate } } };
     },
   });
@@ -145,7 +145,7 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: ContactIdParams,
     responses: { 200: { description: 'Contact', schema: ContactSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: presentContact(await getContact(ctx.state.em, ctx.state.principal!.projectId, params.id)) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentContact(await getContact(ctx.state.em, principal.projectId, params.id)) }),
   });
 
   routes.add({
@@ -158,8 +158,8 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     params: ContactIdParams,
     body: UpdateContactBody,
     responses: { 200: { description: 'Updated contact', schema: ContactSchema }, ...errorResponses(401, 404, 409, 422) },
-    handler: async ({ ctx, params, body }) => ({
-      body: presentContact(await updateContact(ctx.state.em, ctx.state.principal!.projectId, params.id, body)),
+    handler: async ({ ctx, params, body, principal }) => ({
+      body: presentContact(await updateContact(ctx.state.em, principal.projectId, params.id, body)),
     }),
   });
 
@@ -171,8 +171,8 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: ContactIdParams,
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => {
-      await deleteContact(ctx.state.em, ctx.state.principal!.projectId, params.id);
+    handler: async ({ ctx, params, principal }) => {
+      await deleteContact(ctx.state.em, principal.projectId, params.id);
       return {};
     },
   });

@@ -21,8 +21,8 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: ProjectIdParams,
     responses: { 200: { description: 'Domains with their DNS records', schema: z.array(DomainSchema) }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => {
-      const { projectId } = ctx.state.principal!;
+    handler: async ({ ctx, params, principal }) => {
+      const { projectId } = principal;
       if (params.projectId !== projectId) throw notFound('Project');
       return { body: (await listDomains(ctx.state.em, projectId)).map(presentDomain) };
     },
@@ -42,11 +42,11 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     body: CreateDomainBody,
     responses: { 201: { description: 'The domain (PENDING) and its records', schema: DomainSchema }, ...errorResponses(400, 401, 409, 422, 503) },
-    handler: async ({ ctx, body }) => {
+    handler: async ({ ctx, body, principal }) => {
       const domain = await addDomain(
         ctx.state.em,
         { runner, secretBox, spfInclude: deps.config.domains.spfInclude },
-        { projectId: ctx.state.principal!.projectId, name: body.domain },
+        { projectId: principal.projectId, name: body.domain },
       );
       return { status: 201, body: presentDomain(domain) };
     },
@@ -61,8 +61,8 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: IdParams,
     responses: { 200: { description: 'The domain after the check', schema: DomainSchema }, ...errorResponses(401, 404, 422, 503) },
-    handler: async ({ ctx, params }) => ({
-      body: presentDomain(await verifyDomainNow(ctx.state.em, runner, ctx.state.principal!.projectId, params.id)),
+    handler: async ({ ctx, params, principal }) => ({
+      body: presentDomain(await verifyDomainNow(ctx.state.em, runner, principal.projectId, params.id)),
     }),
   });
 
@@ -75,8 +75,8 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: IdParams,
     responses: { 204: { description: 'Removed' }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => {
-      await removeDomain(ctx.state.em, runner, ctx.state.principal!.projectId, params.id);
+    handler: async ({ ctx, params, principal }) => {
+      await removeDomain(ctx.state.em, runner, principal.projectId, params.id);
       return {};
     },
   });

@@ -17,6 +17,6 @@ export function emailRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: IdParams,
     responses: { 200: { description: 'The email', schema: EmailSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: presentEmail(await getEmail(ctx.state.em, ctx.state.principal!.projectId, params.id)) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentEmail(await getEmail(ctx.state.em, principal.projectId, params.id)) }),
   });
 }

@@ -24,9 +24,9 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'session',
     body: DashboardTrackBody,
     responses: { 200: { description: 'Recorded', schema: TrackResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, body }) => {
+    handler: async ({ ctx, body, userId }) => {
       const { projectId, ...input } = body;
-      await projectForMember(ctx.state.em, ctx.state.userId!, projectId);
+      await projectForMember(ctx.state.em, userId, projectId);
       const r = await deps.contactIntake.track(projectId, input);
       return { body: { success: true, data: { contact: r.contactId, event: r.eventId, timestamp: new Date(r.timestamp).toISOString() } } };
     },
@@ -40,8 +40,8 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     query: ListEventsQuery,
     responses: { 200: { description: 'A page of events', schema: cursorListSchema(EventSchema, 'EventList') }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, query }) => {
-      const page = await listEvents(ctx.state.em, ctx.state.principal!.projectId, query);
+    handler: async ({ ctx, query, principal }) => {
+      const page = await listEvents(ctx.state.em, principal.projectId, query);
       return { body: { ...page, data: page.data.map(presentEvent) } };
     },
   });
@@ -54,7 +54,7 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     query: StatsQuery,
     responses: { 200: { description: 'Statistics', schema: StatsSchema }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, query }) => ({ body: await eventStats(ctx.state.em, ctx.state.principal!.projectId, query.days) }),
+    handler: async ({ ctx, query, principal }) => ({ body: await eventStats(ctx.state.em, principal.projectId, query.days) }),
   });
 
   routes.add({
@@ -64,8 +64,8 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     tags: TAGS,
     auth: 'secret',
     responses: { 200: { description: 'Names', schema: NamesSchema }, ...errorResponses(401) },
-    handler: async ({ ctx }) => ({
-      body: { data: (await eventNames(ctx.state.em, ctx.state.principal!.projectId)).map((n) => ({ ...n, lastSeenAt: new Date(n.lastSeenAt).toISOString() })) },
+    handler: async ({ ctx, principal }) => ({
+      body: { data: (await eventNames(ctx.state.em, principal.projectId)).map((n) => ({ ...n, lastSeenAt: new Date(n.lastSeenAt).toISOString() })) },
     }),
   });
 
@@ -78,8 +78,8 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     params: ContactEventsParams,
     query: ListEventsQuery,
     responses: { 200: { description: 'A page of events', schema: cursorListSchema(EventSchema, 'EventList') }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params, query }) => {
-      const projectId = ctx.state.principal!.projectId;
+    handler: async ({ ctx, params, query, principal }) => {
+      const projectId = principal.projectId;
       await getContact(ctx.state.em, projectId, params.contactId); // 404 for unknown or another project's contact
       const page = await listEvents(ctx.state.em, projectId, { ...query, contactId: params.contactId });
       return { body: { ...page, data: page.data.map(presentEvent) } };
@@ -94,8 +94,8 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: EventNameParams,
     responses: { 200: { description: 'References', schema: UsageSchema.extend({ event: z.string() }) }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, params }) => ({
-      body: { event: params.eventName, ...(await usageRegistry.eventUsage(ctx.state.em, ctx.state.principal!.projectId, params.eventName)) },
+    handler: async ({ ctx, params, principal }) => ({
+      body: { event: params.eventName, ...(await usageRegistry.eventUsage(ctx.state.em, principal.projectId, params.eventName)) },
     }),
   });
 
@@ -108,8 +108,8 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: DeletableEventNameParams,
     responses: { 200: { description: 'How many were deleted', schema: z.object({ event: z.string(), deleted: z.number().int() }) }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, params }) => ({
-      body: { event: params.eventName, deleted: await deleteEventsByName(ctx.state.em, ctx.state.principal!.projectId, params.eventName) },
+    handler: async ({ ctx, params, principal }) => ({
+      body: { event: params.eventName, deleted: await deleteEventsByName(ctx.state.em, principal.projectId, params.eventName) },
     }),
   });
 }

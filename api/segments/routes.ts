@@ -28,14 +28,12 @@ import {
   removeSegmentMembers,
   updateSegment,
 } from '../../domain/segments/segment.service';
-import { registerSegmentUsage } from '../../domain/segments/segment-usage';
 import { asFilter } from '../../domain/filters';
 
 const TAGS = ['Segments'];
 
 export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
   // The usage endpoints of contacts and events report segments once the API has loaded this module.
-  registerSegmentUsage();
 
   routes.add({
     method: 'get',
@@ -44,7 +42,7 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     tags: TAGS,
     auth: 'secret',
     responses: { 200: { description: 'Segments, oldest first', schema: z.object({ data: z.array(SegmentSchema) }) }, ...errorResponses(401) },
-    handler: async ({ ctx }) => ({ body: { data: (await listSegments(ctx.state.em, ctx.state.principal!.projectId)).map((s) => presentSegment(s)) } }),
+    handler: async ({ ctx, principal }) => ({ body: { data: (await listSegments(ctx.state.em, principal.projectId)).map((s) => presentSegment(s)) } }),
   });
 
   routes.add({
@@ -58,10 +56,10 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     body: CreateSegmentBody,
     responses: { 201: { description: 'Created', schema: SegmentSchema }, ...errorResponses(401, 413, 422) },
-    handler: async ({ ctx, body }) => {
+    handler: async ({ ctx, body, principal }) => {
       const variant = body.filters !== undefined;
       const condition = body.filters ?? body.condition;
-      const segment = await createSegment(ctx.state.em, ctx.state.principal!.projectId, {
+      const segment = await createSegment(ctx.state.em, principal.projectId, {
         name: body.name,
         type: variant ? 'DYNAMIC' : body.type!,
         condition: condition ? asFilter(condition) : undefined,
@@ -80,7 +78,7 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: SegmentIdParams,
     responses: { 200: { description: 'Segment', schema: SegmentSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: presentSegment(await getSegment(ctx.state.em, ctx.state.principal!.projectId, params.id)) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentSegment(await getSegment(ctx.state.em, principal.projectId, params.id)) }),
   });
 
   routes.add({
@@ -93,9 +91,9 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     params: SegmentIdParams,
     body: UpdateSegmentBody,
     responses: { 200: { description: 'Updated segment', schema: SegmentSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params, body }) => ({
+    handler: async ({ ctx, params, body, principal }) => ({
       body: presentSegment(
-        await updateSegment(ctx.state.em, ctx.state.principal!.projectId, params.id, {
+        await updateSegment(ctx.state.em, principal.projectId, params.id, {
           ...body,
           condition: body.condition ? asFilter(body.condition) : undefined,
         }),
@@ -112,8 +110,8 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: SegmentIdParams,
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 404, 409, 422) },
-    handler: async ({ ctx, params }) => {
-      await deleteSegment(ctx.state.em, ctx.state.principal!.projectId, params.id);
+    handler: async ({ ctx, params, principal }) => {
+      await deleteSegment(ctx.state.em, principal.projectId, params.id);
       return {};
     },
   });
@@ -127,8 +125,8 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     params: SegmentIdParams,
     query: SegmentContactsQuery,
     responses: { 200: { description: 'A page of members', schema: SegmentContactsResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params, query }) => {
-      const page = await listSegmentContacts(ctx.state.em, ctx.state.principal!.projectId, params.id, query);
+    handler: async ({ ctx, params, query, principal }) => {
+      const page = await listSegmentContacts(ctx.state.em, principal.projectId, params.id, query);
       return { body: { ...page, data: page.data.map(presentContact) } };
     },
   });
@@ -143,7 +141,7 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     params: SegmentIdParams,
     body: AddMembersBody,
     responses: { 200: { description: 'Result', schema: AddMembersResponse }, ...errorResponses(401, 404, 413, 422) },
-    handler: async ({ ctx, params, body }) => ({ body: await addSegmentMembers(ctx.state.em, ctx.state.principal!.projectId, params.id, body) }),
+    handler: async ({ ctx, params, body, principal }) => ({ body: await addSegmentMembers(ctx.state.em, principal.projectId, params.id, body) }),
   });
 
   routes.add({
@@ -156,8 +154,8 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     params: SegmentIdParams,
     body: RemoveMembersBody,
     responses: { 200: { description: 'Result', schema: RemoveMembersResponse }, ...errorResponses(400, 401, 404, 413, 422) },
-    handler: async ({ ctx, params, body }) => {
-      return { body: await removeSegmentMembers(ctx.state.em, ctx.state.principal!.projectId, params.id, body.emails) };
+    handler: async ({ ctx, params, body, principal }) => {
+      return { body: await removeSegmentMembers(ctx.state.em, principal.projectId, params.id, body.emails) };
     },
   });
 
@@ -172,7 +170,7 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: SegmentIdParams,
     responses: { 200: { description: 'Changes and the new count', schema: ComputeResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: await computeSegment(ctx.state.em, ctx.state.principal!.projectId, params.id) }),
+    handler: async ({ ctx, params, principal }) => ({ body: await computeSegment(ctx.state.em, principal.projectId, params.id) }),
   });
 
   routes.add({
@@ -183,6 +181,6 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: SegmentIdParams,
     responses: { 200: { description: 'Segment with the fresh count', schema: SegmentSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: presentSegment(await refreshSegment(ctx.state.em, ctx.state.principal!.projectId, params.id)) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentSegment(await refreshSegment(ctx.state.em, principal.projectId, params.id)) }),
   });
 }

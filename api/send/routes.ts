@@ -39,8 +39,7 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
     body: SendBody,
     bodyLimit: deps.config.limits.sendBody,
     responses: { 200: { description: 'Accepted for delivery', schema: SendResponse }, ...errorResponses(400, 401, 403, 404, 409, 413, 422, 503) },
-    handler: async ({ ctx, body }) => {
-      const principal = ctx.state.principal!;
+    handler: async ({ ctx, body, principal }) => {
       const key = ctx.get('idempotency-key') || undefined;
       if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
         throw badRequest('Invalid Idempotency-Key header', 'Use at most 255 printable ASCII characters, e.g. a UUID.');

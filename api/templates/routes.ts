@@ -13,7 +13,6 @@ import {
   listTemplates,
   updateTemplate,
 } from '../../domain/templates/template.service';
-import { registerTemplateUsage } from '../../domain/templates/template-usage';
 import type { TemplateReference } from '../../domain/usage/usage-registry';
 
 const TAGS = ['Templates'];
@@ -23,7 +22,6 @@ const TEMPLATE_BODY_LIMIT = 2 * 1024 * 1024;
 
 export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
   // The contact field usage endpoint lists templates that read a field once the API has loaded this module.
-  registerTemplateUsage();
 
   routes.add({
     method: 'get',
@@ -34,8 +32,8 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     query: ListTemplatesQuery,
     responses: { 200: { description: 'A page of templates', schema: cursorListSchema(TemplateSchema, 'TemplateList') }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, query }) => {
-      const page = await listTemplates(ctx.state.em, ctx.state.principal!.projectId, query);
+    handler: async ({ ctx, query, principal }) => {
+      const page = await listTemplates(ctx.state.em, principal.projectId, query);
       return { body: { ...page, data: page.data.map(presentTemplate) } };
     },
   });
@@ -52,9 +50,9 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     body: CreateTemplateBody,
     bodyLimit: TEMPLATE_BODY_LIMIT,
     responses: { 201: { description: 'Created', schema: TemplateSchema }, ...errorResponses(401, 403, 413, 422) },
-    handler: async ({ ctx, body }) => ({
+    handler: async ({ ctx, body, principal }) => ({
       status: 201,
-      body: presentTemplate(await createTemplate(ctx.state.em, ctx.state.principal!.projectId, body)),
+      body: presentTemplate(await createTemplate(ctx.state.em, principal.projectId, body)),
     }),
   });
 
@@ -66,7 +64,7 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: TemplateIdParams,
     responses: { 200: { description: 'Template', schema: TemplateSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => ({ body: presentTemplate(await findTemplate(ctx.state.em, ctx.state.principal!.projectId, params.id)) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentTemplate(await findTemplate(ctx.state.em, principal.projectId, params.id)) }),
   });
 
   routes.add({
@@ -80,8 +78,8 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     body: UpdateTemplateBody,
     bodyLimit: TEMPLATE_BODY_LIMIT,
     responses: { 200: { description: 'Updated template', schema: TemplateSchema }, ...errorResponses(401, 403, 404, 413, 422) },
-    handler: async ({ ctx, params, body }) => ({
-      body: presentTemplate(await updateTemplate(ctx.state.em, ctx.state.principal!.projectId, params.id, body)),
+    handler: async ({ ctx, params, body, principal }) => ({
+      body: presentTemplate(await updateTemplate(ctx.state.em, principal.projectId, params.id, body)),
     }),
   });
 
@@ -94,8 +92,8 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: TemplateIdParams,
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 404, 409, 422) },
-    handler: async ({ ctx, params }) => {
-      await deleteTemplate(ctx.state.em, ctx.state.principal!.projectId, params.id);
+    handler: async ({ ctx, params, principal }) => {
+      await deleteTemplate(ctx.state.em, principal.projectId, params.id);
       return {};
     },
   });
@@ -109,8 +107,8 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: TemplateIdParams,
     responses: { 201: { description: 'The id of the copy', schema: DuplicateTemplateResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => {
-      const copy = await duplicateTemplate(ctx.state.em, ctx.state.principal!.projectId, params.id);
+    handler: async ({ ctx, params, principal }) => {
+      const copy = await duplicateTemplate(ctx.state.em, principal.projectId, params.id);
       return { status: 201, body: { id: copy.id } };
     },
   });
@@ -124,8 +122,8 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     params: TemplateIdParams,
     responses: { 200: { description: 'References', schema: TemplateUsageResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params }) => {
-      const usage = await getTemplateUsage(ctx.state.em, ctx.state.principal!.projectId, params.id);
+    handler: async ({ ctx, params, principal }) => {
+      const usage = await getTemplateUsage(ctx.state.em, principal.projectId, params.id);
       // Finders are other features' code: answer the documented shape only.
       const shape = (r: TemplateReference) => ({ id: r.id, name: r.name, ...(r.where ? { where: r.where } : {}), active: r.active });
       return { body: { campaigns: usage.campaigns.map(shape), workflows: usage.workflows.map(shape) } };

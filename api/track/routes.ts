@@ -15,8 +15,8 @@ export function trackRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'public',
     body: TrackBody,
     responses: { 200: { description: 'Recorded', schema: TrackResponse }, ...errorResponses(400, 401, 403, 413, 422) },
-    handler: async ({ ctx, body }) => {
-      const r = await deps.contactIntake.track(ctx.state.principal!.projectId, body);
+    handler: async ({ body, principal }) => {
+      const r = await deps.contactIntake.track(principal.projectId, body);
       return { body: { success: true, data: { contact: r.contactId, event: r.eventId, timestamp: new Date(r.timestamp).toISOString() } } };
     },
   });

@@ -23,7 +23,7 @@ export function userRoutes(routes: Routes, _deps: ApiDeps): void {
     tags: ['Dashboard'],
     auth: 'session',
     responses: { 200: { description: 'Current user', schema: UserSchema }, ...errorResponses(401) },
-    handler: async ({ ctx }) => ({ body: presentUser(await getUser(ctx.state.em, ctx.state.userId!)) }),
+    handler: async ({ ctx, userId }) => ({ body: presentUser(await getUser(ctx.state.em, userId)) }),
   });
 
   routes.add({
@@ -33,8 +33,8 @@ export function userRoutes(routes: Routes, _deps: ApiDeps): void {
     tags: ['Dashboard'],
     auth: 'session',
     responses: { 200: { description: 'Projects with the user role', schema: z.array(ProjectSchema) }, ...errorResponses(401) },
-    handler: async ({ ctx }) => ({
-      body: (await listProjectsForUser(ctx.state.em, ctx.state.userId!)).map((p) => presentProject(p.project, p.role)),
+    handler: async ({ ctx, userId }) => ({
+      body: (await listProjectsForUser(ctx.state.em, userId)).map((p) => presentProject(p.project, p.role)),
     }),
   });
 
@@ -47,9 +47,9 @@ export function userRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'session',
     body: CreateProjectBody,
     responses: { 201: { description: 'Project created', schema: ProjectWithKeysSchema }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, body }) => {
-      await getUser(ctx.state.em, ctx.state.userId!);
-      const { project, keys } = await createProject(ctx.state.em, { name: body.name, ownerId: ctx.state.userId! });
+    handler: async ({ ctx, body, userId }) => {
+      await getUser(ctx.state.em, userId);
+      const { project, keys } = await createProject(ctx.state.em, { name: body.name, ownerId: userId });
       return { status: 201, body: { ...presentProject(project, 'OWNER'), keys: presentKeys(keys) } };
     },
   });
@@ -63,8 +63,8 @@ export function userRoutes(routes: Routes, _deps: ApiDeps): void {
     params: IdParams,
     body: UpdateProjectBody,
     responses: { 200: { description: 'Updated project', schema: ProjectSchema }, ...errorResponses(401, 403, 404, 422) },
-    handler: async ({ ctx, params, body }) => {
-      const { project, role } = await projectForMember(ctx.state.em, ctx.state.userId!, params.id, 'ADMIN');
+    handler: async ({ ctx, params, body, userId }) => {
+      const { project, role } = await projectForMember(ctx.state.em, userId, params.id, 'ADMIN');
       return { body: presentProject(await updateProject(ctx.state.em, project, body), role) };
     },
   });
@@ -77,8 +77,8 @@ export function userRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'session',
     params: IdParams,
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 403, 404) },
-    handler: async ({ ctx, params }) => {
-      const { project } = await projectForMember(ctx.state.em, ctx.state.userId!, params.id, 'OWNER');
+    handler: async ({ ctx, params, userId }) => {
+      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'OWNER');
       await deleteProject(ctx.state.em, project);
       return {};
     },
@@ -93,8 +93,8 @@ export function userRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'session',
     params: IdParams,
     responses: { 200: { description: 'The new keys', schema: KeysSchema }, ...errorResponses(401, 403, 404) },
-    handler: async ({ ctx, params }) => {
-      const { project } = await projectForMember(ctx.state.em, ctx.state.userId!, params.id, 'ADMIN');
+    handler: async ({ ctx, params, userId }) => {
+      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'ADMIN');
       return { body: presentKeys(await rotateKeys(ctx.state.em, project)) };
     },
   });

@@ -64,6 +64,8 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
     # signature; nothing a fuzzer generates is one, so a schema-valid string is refused as not being an SNS message.
     ("POST /webhooks/sns", 400, "INVALID_JSON", None):
         "only signed Amazon SNS messages are accepted",
+    ("POST /webhooks/sns", 400, "BAD_REQUEST", None):
+        "only signed Amazon SNS messages are accepted",
     ("POST /webhooks/sns", 422, "VALIDATION_ERROR", None):
         "only signed Amazon SNS messages are accepted",
 }

@@ -72,10 +72,12 @@ test('a single resource is wrapped; /v1 responses and errors are the same in bot
   expect(me.body).toEqual({ success: true, data: expect.objectContaining({ email: project.userEmail }) });
 });
 
-test('an unknown variant is 422', async () => {
-  const res = await api('GET', '/contacts', { key: project.secretKey, headers: { [HEADER]: 'v0' } });
-  expect(res.status).toBe(422);
-  expect(res.body.error.errors[0]).toMatchObject({ field: `headers.Mailwright-Response-Variant` });
+test('an unknown or empty variant is 422', async () => {
+  for (const value of ['v0', '']) {
+    const res = await api('GET', '/contacts', { key: project.secretKey, headers: { [HEADER]: value } });
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ field: `headers.Mailwright-Response-Variant` });
+  }
 });
 
 test("the project's setting chooses the variant of requests without the header; the header still wins", async () => {
