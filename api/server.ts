@@ -13,10 +13,12 @@ import { createDomainStatusCache } from '../domain/domains/domain.service';
 import { createTemplateCache } from '../domain/templates/template.service';
 import { RateLimiter } from '../domain/rate-limit/rate-limiter';
 import { PgRateLimitStore } from '../domain/rate-limit/rate-limit.store';
+import { buildRegistry } from '../domain/registry';
 
 /** Starts the HTTP API; resolves with a function that stops it gracefully. */
 export async function startApi(): Promise<{ server: http.Server; stop: () => Promise<void> }> {
   const cfg = config();
+  buildRegistry(cfg);
   const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
   const temporal = await TemporalGateway.connect(cfg.temporal);
   const feed = new ChangeFeed(cfg.database.url);

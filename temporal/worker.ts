@@ -6,6 +6,8 @@ import { logger } from '../domain/logger';
 import { createSmtpTransport } from '../domain/mail/transport';
 import { createActivities } from './activities';
 import { TemporalGateway } from './client';
+import { buildRegistry } from '../domain/registry';
+import { EventDispatcher, DEFAULT_RETRY } from '../domain/events/event-dispatcher';
 
 /** Builds a worker for the configured task queue with the real activities. */
 export async function createWorker() {
@@ -41,13 +43,27 @@ export async function createWorker() {
   return { worker, close };
 }
 
+/** The event outbox's dispatcher for the consumers of the process registry. */
+function createEventDispatcher(cfg = config()): EventDispatcher {
+  const { outbox } = cfg.events;
+  return new EventDispatcher(cfg.database.url, buildRegistry(cfg).consumers.list(), {
+    pollIntervalMs: outbox.pollIntervalMs,
+    batchSize: outbox.batchSize,
+    retry: { ...DEFAULT_RETRY, maxAttempts: outbox.maxAttempts },
+  });
+}
+
 async function main() {
+  // Events flow while the worker bundles its workflows.
+  const dispatcher = createEventDispatcher();
+  await dispatcher.start();
   const { worker, close } = await createWorker();
   const gateway = await TemporalGateway.connect(config().temporal);
   await gateway.ensureEmailSweeperSchedule();
   await gateway.close();
   logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
   await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)
+  await dispatcher.stop();
   await close();
   logger.info('worker stopped');
 }

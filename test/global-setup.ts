@@ -61,19 +61,30 @@ export default async function globalSetup(): Promise<void> {
     DOMAIN_RECHECK_INTERVAL: '2s',
     DOMAIN_DEMOTE_AFTER: '5s',
     SNS_CERT_URL_PATTERN: '^http://127\\.0\\.0\\.1:\\d+/', // webhooks-sns.test.ts plays SNS: certificates and SubscribeURL on loopback
+    // The worker registers the probe consumer, which records every event it receives (event-outbox.test.ts).
+    EVENTS_PROBE: 'true',
   };
   const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });
-  const children: ManagedProcess[] = [startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') }), startWorker()];
-  // Worker control for crash tests: `POST <workerControlUrl>/restart` kills the worker (SIGKILL, like a crash: no
-  // draining) and starts a new one. Loopback only; answers once the new process is spawned.
+  const startApi = () => startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') });
+  const children: ManagedProcess[] = [startApi(), startWorker()];
+  // Control for crash tests: `POST <workerControlUrl>/restart` kills the worker (SIGKILL, like a crash: no draining)
+  // and starts a new one, answering once the new process is spawned; `POST <workerControlUrl>/restart-api` does the
+  // same to the API and answers once the new one serves HTTP. Loopback only.
   const control = http.createServer((req, res) => {
-    if (req.method !== 'POST' || req.url !== '/restart') return void res.writeHead(404).end();
-    const worker = children[1]!;
-    worker.child.kill('SIGKILL');
-    void worker.exited.then(() => {
-      children[1] = startWorker();
-      res.writeHead(204).end();
-    });
+    const which = req.method !== 'POST' ? -1 : req.url === '/restart' ? 1 : req.url === '/restart-api' ? 0 : -1;
+    if (which < 0) return void res.writeHead(404).end();
+    const child = children[which]!;
+    child.child.kill('SIGKILL');
+    void child.exited
+      .then(async () => {
+        if (which === 1) children[1] = startWorker();
+        else {
+          children[0] = startApi();
+          await waitForHttp(`http://127.0.0.1:${apiPort}`, 60_000);
+        }
+        res.writeHead(204).end();
+      })
+      .catch((err: unknown) => res.writeHead(500).end(String(err)));
   });
   const controlPort = await freePort();
   await new Promise<void>((resolve) => control.listen(controlPort, '127.0.0.1', resolve));

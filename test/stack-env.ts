@@ -7,7 +7,10 @@ export interface TestStackEnv {
   /** The loopback DNS server (`127.0.0.1:<port>`) the API and worker use, and its control URL (test/support/dns-server.ts). */
   dnsServer: string;
   dnsControlUrl: string;
-  /** `POST <url>/restart` kills the worker process (SIGKILL) and starts a new one (test/global-setup.ts). */
+  /**
+   * `POST <url>/restart` kills the worker process (SIGKILL) and starts a new one; `POST <url>/restart-api` does the
+   * same to the API (test/global-setup.ts).
+   */
   workerControlUrl: string;
   dataDir: string;
 }

@@ -1,6 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7 } from '../ids';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { markJobRunning, withTransaction, type JobRow } from '../jobs/job.service';
 
 /**
@@ -24,16 +23,14 @@ numbered as (select id, row_number() over (order by id) as n from upd),
 ev as (
   insert into events (id, project_id, contact_id, name, data, source, created_at)
   select ($4::uuid[])[n], $1, id, $5::text, '{"via":"bulk"}'::jsonb, 'SYSTEM', now() from numbered
-  returning id, contact_id, created_at
 )
-select (select count(*) from ids)::int as total, (select count(*) from upd)::int as changed,
-       (select coalesce(json_agg(json_build_object('id', id, 'contactId', contact_id, 'createdAt', created_at)), '[]'::json) from ev) as events`;
+select (select count(*) from ids)::int as total, (select count(*) from upd)::int as changed`;
 
 /** Deletes the job's contacts of its project (their events go with them, by the foreign key). */
 const BULK_DELETE_SQL = `
 with ids as (select distinct unnest($2::uuid[]) as id),
 del as (delete from contacts c where c.project_id = $1 and c.id = any($2::uuid[]) returning c.id)
-select (select count(*) from ids)::int as total, (select count(*) from del)::int as changed, '[]'::json as events`;
+select (select count(*) from ids)::int as total, (select count(*) from del)::int as changed`;
 
 /**
  * Runs a bulk job: QUEUED -> RUNNING -> COMPLETED, the change and the counters in one transaction guarded by the
@@ -46,24 +43,23 @@ export async function runBulkJob(em: EntityManager, jobId: string): Promise<void
   if (!job) return;
   const [row] = await em.execute<{ contactIds: string[] }[]>('select contact_ids as "contactIds" from jobs where id = ?', [jobId]);
   const ids = row?.contactIds ?? [];
-  const events = await applyBulkJob(em, job, ids).catch((err: unknown) => {
-    if (err instanceof BulkJobEnded) return [];
+  await applyBulkJob(em, job, ids).catch((err: unknown) => {
+    if (err instanceof BulkJobEnded) return;
     throw err;
   });
-  await dispatchEvents(events);
 }
 
 class BulkJobEnded extends Error {}
 
-async function applyBulkJob(em: EntityManager, job: JobRow, ids: string[]): Promise<RecordedEvent[]> {
+async function applyBulkJob(em: EntityManager, job: JobRow, ids: string[]): Promise<void> {
   const jobId = job.id;
   return withTransaction(em, async (c) => {
     const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, 0, $2) on conflict do nothing', [jobId, ids.length]);
-    if (claimed.rowCount === 0) return [];
+    if (claimed.rowCount === 0) return;
     const res =
       job.type === 'BULK_DELETE'
-        ? await c.query<{ total: number; changed: number; events: never[] }>(BULK_DELETE_SQL, [job.projectId, ids])
-        : await c.query<{ total: number; changed: number; events: { id: string; contactId: string; createdAt: string }[] }>(BULK_SUBSCRIPTION_SQL, [
+        ? await c.query<{ total: number; changed: number }>(BULK_DELETE_SQL, [job.projectId, ids])
+        : await c.query<{ total: number; changed: number }>(BULK_SUBSCRIPTION_SQL, [
             job.projectId,
             ids,
             job.type === 'BULK_SUBSCRIBE',
@@ -78,16 +74,5 @@ async function applyBulkJob(em: EntityManager, job: JobRow, ids: string[]): Prom
     );
     // Cancelled (or failed) while this ran: roll the change back, the job stays as it ended.
     if (completed.rowCount === 0) throw new BulkJobEnded();
-    return r.events.map(
-      (e): RecordedEvent => ({
-        id: e.id,
-        projectId: job.projectId,
-        contactId: e.contactId,
-        name: job.type === 'BULK_SUBSCRIBE' ? 'contact.subscribed' : 'contact.unsubscribed',
-        source: 'SYSTEM',
-        data: { via: 'bulk' },
-        createdAt: new Date(e.createdAt),
-      }),
-    );
   });
 }

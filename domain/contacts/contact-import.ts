@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PoolClient } from 'pg';
 import { uuidv7s } from '../ids';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { finishJob, markJobRunning, withTransaction, type ImportOptions, type JobRow, type RowError } from '../jobs/job.service';
 import { countContacts } from './contact-counts';
 import { byteOffset, CsvRejected, csvText, MAX_STORED_ROW_ERRORS, readLayout, rowData, rowHead, scanRecords, type CsvLayout, type CsvText, type RowHead } from './contact-import-csv';
@@ -61,21 +60,18 @@ sub_event as (
   select l.event_id, $1, l.id, case when l.new_subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
          '{"via":"import"}'::jsonb, 'SYSTEM', now()
   from locked l where l.new_subscribed <> l.old_subscribed
-  returning id, contact_id, name, created_at
 ),
 counts as (select (select count(*) from inserted)::int as created, (select count(*) from locked)::int as updated, (select count(*) from input)::int as given)
 select created, updated,
        case when created + updated = given then '[]'::json
             else (select coalesce(json_agg(i.email), '[]'::json) from input i
-                  where not exists (select 1 from inserted x where x.email = i.email) and not exists (select 1 from locked l where l.email = i.email)) end as missed,
-       (select coalesce(json_agg(json_build_object('id', id, 'contactId', contact_id, 'name', name, 'createdAt', created_at)), '[]'::json) from sub_event) as events
+                  where not exists (select 1 from inserted x where x.email = i.email) and not exists (select 1 from locked l where l.email = i.email)) end as missed
 from counts`;
 
 interface BatchResult {
   created: number;
   updated: number;
   missed: string[];
-  events: { id: string; contactId: string; name: string; createdAt: string }[];
 }
 
 interface Upsert {
@@ -88,9 +84,9 @@ interface Upsert {
 
 const FIND_BY_EMAIL_SQL = 'select id, email from contacts where project_id = $1 and email = any($2::text[])';
 
-async function upsertBatch(c: PoolClient, projectId: string, defaultSubscribed: boolean, rows: Upsert[]): Promise<{ created: number; updated: number; events: RecordedEvent[] }> {
+async function upsertBatch(c: PoolClient, projectId: string, defaultSubscribed: boolean, rows: Upsert[]): Promise<{ created: number; updated: number }> {
   let pending = rows;
-  const total = { created: 0, updated: 0, events: [] as RecordedEvent[] };
+  const total = { created: 0, updated: 0 };
   for (let attempt = 0; pending.length > 0; attempt++) {
     if (attempt === 3) throw new Error(`Contacts kept changing concurrently: ${pending.length} rows could not be written`);
     // Short keys, and absent values left out (null in SQL): the JSON is built, sent and parsed for every row.
@@ -109,9 +105,6 @@ async function upsertBatch(c: PoolClient, projectId: string, defaultSubscribed: 
     const { rows: [r] } = await c.query<BatchResult>(IMPORT_BATCH_SQL, [projectId, JSON.stringify(input), defaultSubscribed]);
     total.created += r!.created;
     total.updated += r!.updated;
-    for (const e of r!.events) {
-      total.events.push({ id: e.id, projectId, contactId: e.contactId, name: e.name, source: 'SYSTEM', data: { via: 'import' }, createdAt: new Date(e.createdAt) });
-    }
     if (r!.missed.length === 0) break;
     // Someone else created, deleted or re-addressed these contacts since the lookup: find them again (a few rows).
     const missed = new Set(r!.missed);
@@ -172,7 +165,7 @@ class JobEnded extends Error {}
  * attempt that is still running or just finished); 'ended' when the job is no longer RUNNING (cancelled or failed):
  * then nothing of the chunk is written.
  */
-async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): Promise<{ state: 'committed' | 'taken' | 'ended'; events: RecordedEvent[] }> {
+async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): Promise<'committed' | 'taken' | 'ended'> {
   const { job, heads, lastRow, existing } = plan;
   const from = chunk * IMPORT_BATCH_SIZE;
   const to = Math.min(from + IMPORT_BATCH_SIZE, heads.length);
@@ -201,8 +194,8 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
       em,
       async (c) => {
         const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, $2, $3) on conflict do nothing', [job.id, chunk, to - from]);
-        if (claimed.rowCount === 0) return { state: 'taken' as const, events: [] };
-        const r = upserts.length > 0 ? await upsertBatch(c, job.projectId, job.options.subscribed ?? true, upserts) : { created: 0, updated: 0, events: [] };
+        if (claimed.rowCount === 0) return 'taken' as const;
+        const r = upserts.length > 0 ? await upsertBatch(c, job.projectId, job.options.subscribed ?? true, upserts) : { created: 0, updated: 0 };
         // Chunks commit in any order: the stored errors are the lowest lines seen so far, so in the end the file's first
         // ones; the position columns say how far the import has reached.
         const updated = await c.query(
@@ -216,14 +209,14 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
         );
         // Cancelled or failed meanwhile: roll the chunk back, so nothing lands after the job ended.
         if (updated.rowCount === 0) throw new JobEnded();
-        return { state: 'committed' as const, events: r.events };
+        return 'committed' as const;
       },
       // A chunk lost in a database crash is simply imported again (its job_chunks row goes with it), so waiting for
       // the WAL flush buys nothing here.
       { synchronousCommit: false },
     );
   } catch (err) {
-    if (err instanceof JobEnded) return { state: 'ended', events: [] };
+    if (err instanceof JobEnded) return 'ended';
     throw err;
   }
 }
@@ -322,12 +315,11 @@ export async function importChunks(
           break;
         }
         const chunk = pending[next++]!;
-        const { state, events } = await commitChunk(em, plan, chunk);
+        const state = await commitChunk(em, plan, chunk);
         if (state !== 'committed') {
           stop ??= state;
           break;
         }
-        await dispatchEvents(events);
         input.onChunk?.(chunk);
       }
     } catch (err) {

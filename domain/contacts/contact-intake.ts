@@ -5,7 +5,6 @@ import { upsertContact, type UpsertInput, type UpsertResult } from './contact.re
 import type { ContactData } from './contact.entity';
 import { preparedQuery } from '../prepared';
 import { uuidv7 } from '../ids';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { ProjectBatcher } from '../project-batcher';
 
 export interface TrackCall {
@@ -184,7 +183,6 @@ export class ContactIntake {
       items.map((i) => JSON.stringify(i.input.track?.data ?? {})),
     ]);
     const byEmail = new Map(rows.map((r) => [r.email, r]));
-    const recorded: RecordedEvent[] = [];
     const alone: Promise<void>[] = [];
     for (const item of items) {
       const row = byEmail.get(item.email);
@@ -207,18 +205,13 @@ export class ContactIntake {
           ? { ...base, id: row.eventId, createdAt: row.eventAt!, name: item.input.track!.name, source: 'TRACKED', data: item.input.track!.data }
           : undefined,
       };
-      if (result.subscriptionEvent) recorded.push(result.subscriptionEvent);
-      if (result.trackedEvent) recorded.push(result.trackedEvent);
       item.result = result;
     }
-    await dispatchEvents(recorded);
     await Promise.all(alone);
   }
 
   private async upsertAlone(em: ReturnType<MikroORM['em']['fork']>, item: Item): Promise<void> {
-    const result = await upsertContact(em, item.input);
-    await dispatchEvents([result.subscriptionEvent, result.trackedEvent].filter((e): e is RecordedEvent => Boolean(e)));
-    item.result = result;
+    item.result = await upsertContact(em, item.input);
   }
 
   /** Writes whatever is waiting (on shutdown). */

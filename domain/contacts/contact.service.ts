@@ -4,7 +4,6 @@ import type { ContactData } from './contact.entity';
 import { upsertContact, type ContactRow, type UpsertResult } from './contact.repository';
 import { splitContactData } from './contact-data';
 import { normalizeEmail } from './email-address';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { conflict, notFound } from '../errors';
 import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
 import { uuidv7 } from '../ids';
@@ -12,19 +11,13 @@ import { countContacts } from './contact-counts';
 
 const COLUMNS = 'id, email, subscribed, data, created_at as "createdAt", updated_at as "updatedAt"';
 
-async function dispatchFrom(result: { subscriptionEvent?: RecordedEvent; trackedEvent?: RecordedEvent }): Promise<void> {
-  await dispatchEvents([result.subscriptionEvent, result.trackedEvent].filter((e): e is RecordedEvent => Boolean(e)));
-}
-
 /** POST /contacts: create or upsert by email; new contacts are subscribed unless told otherwise. */
 export async function createOrUpdateContact(
   em: EntityManager,
   projectId: string,
   input: { email: string; subscribed?: boolean; data?: ContactData },
 ): Promise<UpsertResult> {
-  const result = await upsertContact(em, { projectId, ...input, defaultSubscribed: true, source: { via: 'api' } });
-  await dispatchFrom(result);
-  return result;
+  return upsertContact(em, { projectId, ...input, defaultSubscribed: true, source: { via: 'api' } });
 }
 
 export async function getContact(em: EntityManager, projectId: string, id: string): Promise<ContactRow> {
@@ -46,7 +39,7 @@ export async function updateContact(
 ): Promise<ContactRow> {
   const changes = splitContactData(patch.data);
   const source = { via: 'api' };
-  let rows: (ContactRow & { subEventId: string | null; subEventAt: Date | null })[];
+  let rows: ContactRow[];
   try {
     rows = await em.execute(
       `with input as (
@@ -71,14 +64,11 @@ export async function updateContact(
          select i.sub_event_id, i.project_id, u.id, case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
                 i.sub_event_data, 'SYSTEM', now()
          from updated u join locked l on l.id = u.id, input i where u.subscribed <> l.subscribed
-         returning id, created_at
        )
-       select c.id, c.email, c.subscribed, c.data, c.created_at as "createdAt", c.updated_at as "updatedAt",
-              s.id as "subEventId", s.created_at as "subEventAt"
+       select c.id, c.email, c.subscribed, c.data, c.created_at as "createdAt", c.updated_at as "updatedAt"
        from (select * from updated union all
              select c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at from contacts c join locked l on l.id = c.id
-             where not exists (select 1 from updated)) c
-       left join sub_event s on true`,
+             where not exists (select 1 from updated)) c`,
       [
         projectId,
         id,
@@ -98,13 +88,7 @@ export async function updateContact(
   }
   const [row] = rows;
   if (!row) throw notFound('Contact');
-  const { subEventId, subEventAt, ...contact } = row;
-  if (subEventId) {
-    await dispatchEvents([
-      { id: subEventId, createdAt: subEventAt!, projectId, contactId: contact.id, name: contact.subscribed ? 'contact.subscribed' : 'contact.unsubscribed', source: 'SYSTEM', data: source },
-    ]);
-  }
-  return contact;
+  return row;
 }
 
 /** Deletes the contact and its events. */

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Transporter } from 'nodemailer';
-import { insertEvents, dispatchEvents, type RecordedEvent } from '../events/event.service';
+import { insertEvents } from '../events/event.service';
 import { uuidv7 } from '../ids';
 import { emailDomain } from '../contacts/email-address';
 import { config } from '../config';
@@ -156,16 +156,6 @@ export async function deliverBatch(
   return outcomes;
 }
 
-interface RecordedRow {
-  id: string;
-  projectId: string;
-  contactId: string;
-  emailId: string;
-  name: string;
-  data: Record<string, unknown>;
-  createdAt: Date;
-}
-
 /**
  * Records a batch's outcomes: one statement per kind of outcome updates the emails and inserts their email.*
  * events together (a data-modifying CTE), so a status and its event commit atomically. Each is a prepared statement
@@ -176,45 +166,36 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
   const rejected = outcomes.filter((o) => o.status === 'REJECTED');
   const retry = outcomes.filter((o) => o.status === 'RETRY');
   const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
-  const recorded: RecordedEvent[] = [];
-  const record = (rows: RecordedRow[]) => recorded.push(...rows.map((r) => ({ ...r, source: 'SYSTEM' as const })));
-  const returningEvent = `returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`;
   if (sent.length) {
-    record(
-      await preparedQuery<RecordedRow>(
-        em,
-        'delivery_record_sent',
-        `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
-         upd as (
-           update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
-           from v where e.id = v.id
-           returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
-         )
-         insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-         select event_id, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
-         from upd where contact_id is not null
-         ${returningEvent}`,
-        [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
-      ),
+    await preparedQuery(
+      em,
+      'delivery_record_sent',
+      `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
+       upd as (
+         update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
+         from v where e.id = v.id
+         returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
+       )
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select event_id, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
+       from upd where contact_id is not null`,
+      [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
     );
   }
   if (rejected.length) {
-    record(
-      await preparedQuery<RecordedRow>(
-        em,
-        'delivery_record_rejected',
-        `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
-         upd as (
-           update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
-           from v where e.id = v.id
-           returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
-         )
-         insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-         select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'attempt', $4::int), 'SYSTEM', id, now()
-         from upd where contact_id is not null
-         ${returningEvent}`,
-        [rejected.map((o) => o.emailId), rejected.map((o) => o.response), rejected.map(() => uuidv7()), attempt],
-      ),
+    await preparedQuery(
+      em,
+      'delivery_record_rejected',
+      `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+       upd as (
+         update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
+         from v where e.id = v.id
+         returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+       )
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+       select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'attempt', $4::int), 'SYSTEM', id, now()
+       from upd where contact_id is not null`,
+      [rejected.map((o) => o.emailId), rejected.map((o) => o.response), rejected.map(() => uuidv7()), attempt],
     );
   }
   if (cancelled.length) {
@@ -234,7 +215,6 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
       [retry.map((o) => o.emailId), retry.map((o) => o.error)],
     );
   }
-  await dispatchEvents(recorded);
 }
 
 /** Marks emails FAILED once delivery has given up on them (retries exhausted). */
@@ -245,11 +225,10 @@ export async function markEmailsFailed(em: EntityManager, emailIds: string[], re
      returning id, project_id as "projectId", contact_id as "contactId"`,
     [reason, ...emailIds],
   );
-  const events = await insertEvents(
+  await insertEvents(
     em,
     rows.filter((r) => r.contactId).map((r) => ({ projectId: r.projectId, contactId: r.contactId!, name: 'email.failed', data: { reason }, source: 'SYSTEM' as const, emailId: r.id })),
   );
-  await dispatchEvents(events);
 }
 
 /**

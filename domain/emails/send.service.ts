@@ -4,14 +4,11 @@ import type { ContactData } from '../contacts/contact.entity';
 import type { ContactIntake } from '../contacts/contact-intake';
 import type { ProjectSettings } from '../projects/project.entity';
 import { assertSenderDomain, type DomainStatusCache } from '../domains/domain.service';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { validationError, AppError } from '../errors';
 import { templateForSend, type TemplateCache } from '../templates/template.service';
-import { compileBody, renderBody, renderSubject } from '../rendering/render';
-import { applyTracking, contactLinks, listUnsubscribeHeaders } from '../tracking';
+import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type ComposedEmail } from '../compose/composer';
 import type { EmailIntake, NewEmail } from './email-intake';
 import { deleteUnsentAttachments, storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
-import { uuidv7 } from '../ids';
 
 export interface SendRequest {
   projectId: string;
@@ -51,10 +48,11 @@ const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
 
 /**
  * Accepts a send: resolves the template (explicit subject, body, from and reply override it), checks the sender
- * domain and the attachments, then gives each recipient in sequence its own contact upsert and its own rendering
- * (Liquid over the contact's data, the call's data and the always-available variables), tracking and, for
- * marketing mail, the unsubscribe headers. The call returns once the emails are stored and their delivery workflow
- * has started (EmailIntake). Nothing is stored for an invalid request: every check that can fail runs first.
+ * domain and the attachments, prepares the message once (compose/composer.ts: MJML, Liquid, the links to track), then
+ * gives each recipient in sequence its own contact upsert and its own composed email (Liquid over the contact's data,
+ * the call's data and the always-available variables, tracking and, for marketing mail, the unsubscribe headers). The
+ * call returns once the emails are stored and their delivery workflow has started (EmailIntake). Nothing is stored
+ * for an invalid request: every check that can fail runs first.
  */
 export async function acceptSend(
   em: EntityManager,
@@ -62,27 +60,19 @@ export async function acceptSend(
   req: SendRequest,
 ): Promise<AcceptedEmail[]> {
   const template = req.templateId ? await templateForSend(em, req.projectId, req.templateId, deps.templateCache) : undefined;
-  const kind = template?.type ?? 'TRANSACTIONAL';
-  const from: Address | undefined = req.from ?? (template?.from ? { email: template.from, name: template.fromName ?? undefined } : undefined);
-  const subject = req.subject ?? template?.subject;
-  const body = req.body ?? template?.body;
-  const replyTo = req.replyTo ?? template?.replyTo ?? undefined;
-  if (!from) throw validationError([{ field: 'from', message: 'Required: the template has no sender', code: 'required' }]);
-  // Both come from a template here (the request schema requires them without one), whose own checks keep them non-empty.
-  if (!subject || !body) throw validationError([{ field: subject ? 'body' : 'subject', message: 'The template has none', code: 'required' }]);
-  await assertSenderDomain(em, req.projectId, from.email, { cache: deps.domainCache });
+  const resolved = resolveMessage(template, { from: req.from, replyTo: req.replyTo, subject: req.subject, body: req.body });
+  await assertSenderDomain(em, req.projectId, resolved.from.email, { cache: deps.domainCache });
 
   const attachments = decodeAttachments(req.attachments ?? [], deps.limits);
   const attachmentsSize = attachments.reduce((n, a) => n + base64Size(a.content.length), 0);
-  const compiled = await compileBody(body);
-  const track = {
-    opens: req.tracking?.opens ?? req.settings.trackOpens,
-    clicks: req.tracking?.clicks ?? req.settings.trackClicks,
-  };
+  const message = await prepareMessage({
+    ...resolved,
+    headers: req.headers,
+    tracking: { opens: req.tracking?.opens ?? req.settings.trackOpens, clicks: req.tracking?.clicks ?? req.settings.trackClicks },
+  });
 
   const accepted: AcceptedEmail[] = [];
-  const emitted: RecordedEvent[] = [];
-  const emails: NewEmail[] = [];
+  const composed: ComposedEmail[] = [];
   // Each recipient's upsert commits on its own (it is idempotent, and its subscription event commits with it).
   // The emails are stored together by the intake, so a failure part-way leaves no email without a delivery.
   for (const recipient of req.to) {
@@ -94,50 +84,18 @@ export async function acceptSend(
       defaultSubscribed: false,
       source: { via: 'send' },
     });
-    if (up.subscriptionEvent) emitted.push(up.subscriptionEvent);
-    const links = contactLinks(up.contact.id);
-    const variables = {
-      ...up.variables,
-      id: up.contact.id,
-      email: up.contact.email,
-      mailwright_id: up.contact.id,
-      mailwright_email: up.contact.email,
-      unsubscribeUrl: links.unsubscribeUrl,
-      subscribeUrl: links.subscribeUrl,
-      manageUrl: links.manageUrl,
-    };
-    const emailId = uuidv7();
-    const rendered = renderBody(compiled, variables);
-    const text = rendered.text;
-    const html = applyTracking(rendered.html, { emailId, ...track });
-    const size = Buffer.byteLength(html) + Buffer.byteLength(text) + attachmentsSize + MIME_OVERHEAD_BYTES;
+    const email = composeEmail(message, { contactId: up.contact.id, email: up.contact.email, name: recipient.name, data: up.variables });
+    const size = Buffer.byteLength(email.html) + Buffer.byteLength(email.text) + attachmentsSize + MIME_OVERHEAD_BYTES;
     if (size > deps.limits.messageBytes) {
       throw new AppError(413, 'MESSAGE_TOO_LARGE', `The message to ${up.contact.email} would be about ${mib(size)}; at most ${mib(deps.limits.messageBytes)} is allowed`, {
         suggestion: 'Send large files as links rather than attachments.',
       });
     }
-    emails.push({
-      id: emailId,
-      projectId: req.projectId,
-      contactId: up.contact.id,
-      kind,
-      templateId: template?.id ?? null,
-      toEmail: up.contact.email,
-      toName: recipient.name ?? null,
-      fromEmail: from.email,
-      fromName: from.name ?? null,
-      replyTo: replyTo ?? null,
-      subject: renderSubject(subject, variables),
-      html,
-      text,
-      headers: { ...(req.headers ?? {}), ...(kind === 'MARKETING' ? listUnsubscribeHeaders(links, from.email) : {}) },
-      attachmentIds: [],
-    });
-    accepted.push({ contactId: up.contact.id, contactEmail: up.contact.email, emailId });
+    composed.push(email);
+    accepted.push({ contactId: up.contact.id, contactEmail: up.contact.email, emailId: email.emailId });
   }
-  await dispatchEvents(emitted);
   const attachmentIds = attachments.length ? await storeAttachments(em, req.projectId, attachments) : [];
-  for (const e of emails) e.attachmentIds = attachmentIds;
+  const emails: NewEmail[] = composed.map((e) => newEmailOf(e, req.projectId, attachmentIds));
   try {
     await deps.intake.submit(req.projectId, emails);
   } catch (err) {

@@ -16,19 +16,11 @@ export interface RecordedEvent extends NewEvent {
   createdAt: Date;
 }
 
-export type EventListener = (events: RecordedEvent[]) => void | Promise<void>;
-const listeners: EventListener[] = [];
-
 /**
- * The dispatch seam: every recorded event, tracked or emitted, passes through here after it is stored. Features
- * that react to events (workflow triggers, segment membership) register a listener; listeners must hand slow work
- * to Temporal rather than run it inline.
+ * Inserts the events in one statement. Whatever inserts into `events` (here or in the set-based statements elsewhere),
+ * a trigger writes the event outbox in the same transaction, and the worker's dispatcher hands the events to the
+ * registered consumers after the commit (event-dispatcher.ts); nothing else needs to be called.
  */
-export function onEventsRecorded(listener: EventListener): void {
-  listeners.push(listener);
-}
-
-/** Inserts the events in one statement. Call `dispatchEvents` once the surrounding transaction has committed. */
 export async function insertEvents(em: EntityManager, events: NewEvent[]): Promise<RecordedEvent[]> {
   if (events.length === 0) return [];
   const now = new Date();
@@ -43,11 +35,6 @@ export async function insertEvents(em: EntityManager, events: NewEvent[]): Promi
     values,
   );
   return recorded;
-}
-
-export async function dispatchEvents(events: RecordedEvent[]): Promise<void> {
-  if (events.length === 0) return;
-  for (const listener of listeners) await listener(events);
 }
 
 export interface EventRow {

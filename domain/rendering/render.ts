@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { filters, Liquid, type LiquidOptions, type Template } from 'liquidjs';
+import { filters, Liquid, Tokenizer, type LiquidOptions, type Template, type TopLevelToken } from 'liquidjs';
 import { compile as compileHtmlToText } from 'html-to-text';
 import mjml2html from 'mjml';
 import { AppError } from '../errors';
@@ -100,6 +100,14 @@ const parsedCache = new LruCache<Template[]>({ maxEntries: 500, maxWeight: 32 * 
 /** Compiled MJML (a promise, so concurrent compiles of one source share the work) by content hash. */
 const mjmlCache = new LruCache<Promise<string>>({ maxEntries: 200, maxWeight: 64 * 1024 * 1024 });
 
+/** How often the recipient-independent work actually ran (cache misses): tests check that many recipients cost one. */
+const counters = { liquidParses: 0, mjmlCompiles: 0 };
+
+/** Read-only copies of the work counters: Liquid parses and MJML compiles since the process started. */
+export function renderCounters(): { liquidParses: number; mjmlCompiles: number } {
+  return { ...counters };
+}
+
 const hashOf = (mode: string, source: string) => createHash('sha256').update(mode).update('\0').update(source).digest('base64url');
 
 function assertSize(source: string, field: string): void {
@@ -120,27 +128,37 @@ function parse(source: string, mode: Mode, field: string): Template[] {
   const hit = parsedCache.get(key);
   if (hit) return hit;
   assertSize(source, field);
-  let parsed: Template[];
-  try {
-    parsed = engines[mode].parse(expandDefaults(source));
-  } catch (err) {
-    throw liquidFailure(err, field);
-  }
+  const parsed = parseExpanded(expandDefaults(source), mode, field);
   parsedCache.set(key, parsed, source.length);
   return parsed;
 }
 
-function render(templates: Template[], variables: Record<string, unknown>, mode: Mode, field: string): string {
+/** Parses Liquid whose `??` sugar is already expanded, uncached (the caller keeps the result). */
+function parseExpanded(source: string, mode: Mode, field: string): Template[] {
+  counters.liquidParses++;
+  try {
+    return engines[mode].parse(source);
+  } catch (err) {
+    throw liquidFailure(err, field);
+  }
+}
+
+function render(templates: Template[], variables: Record<string, unknown>, mode: Mode, field: string, checkSize = true): string {
   let out: string;
   try {
     out = engines[mode].renderSync(templates, variables) as string;
   } catch (err) {
     throw liquidFailure(err, field);
   }
-  if (out.length > MAX_RENDERED_CHARS) {
+  if (checkSize) assertRenderedSize(out.length, field);
+  return out;
+}
+
+/** The 422 of a rendered body or subject over MAX_RENDERED_CHARS (the composer checks marked bodies without their markers). */
+export function assertRenderedSize(length: number, field: string): void {
+  if (length > MAX_RENDERED_CHARS) {
     throw new TemplateError(field, 'template_limit_exceeded', `the rendered ${field} is larger than ${MAX_RENDERED_CHARS / 1024 / 1024} MB`);
   }
-  return out;
 }
 
 const hasLiquid = (source: string) => source.includes('{{') || source.includes('{%');
@@ -159,7 +177,7 @@ export interface RenderOptions {
  * CompiledBody (see compileBody) renders as HTML. Throws TemplateError (422) naming the field.
  */
 export function renderTemplate(source: string | CompiledBody, variables: Record<string, unknown>, options: RenderOptions = {}): string {
-  if (typeof source !== 'string') return render(source.templates, variables, 'html', options.field ?? 'body');
+  if (typeof source !== 'string') return render(source.templates, variables, 'html', options.field ?? 'body', !source.marked);
   const field = options.field ?? (options.subject ? 'subject' : options.html ? 'body' : 'template');
   const mode: Mode = options.html ? 'html' : 'plain';
   let out: string;
@@ -186,6 +204,45 @@ export function renderSubject(source: string, variables: Record<string, unknown>
   return renderTemplate(source, variables, { subject: true, field });
 }
 
+/** A subject ready to render for many recipients: parsed once (or kept as is when it has no Liquid). */
+export interface CompiledSubject {
+  readonly source: string;
+  readonly field: string;
+  /** @internal parsed Liquid; null for a subject without Liquid */
+  readonly templates: Template[] | null;
+}
+
+/** Parses a subject once (size cap, `??` sugar, Liquid); throws TemplateError (422) naming `field`. */
+export function compileSubject(source: string, field = 'subject'): CompiledSubject {
+  if (!hasLiquid(source)) {
+    assertSize(source, field);
+    return { source, field, templates: null };
+  }
+  return { source, field, templates: parse(source, 'plain', field) };
+}
+
+/** Renders a compiled subject for one recipient, on one line (the same result as renderSubject). */
+export function renderCompiledSubject(subject: CompiledSubject, variables: Record<string, unknown>): string {
+  return toSingleLine(subject.templates ? render(subject.templates, variables, 'plain', subject.field) : subject.source);
+}
+
+/**
+ * The top-level Liquid tokens of an HTML body (after the `??` sugar is expanded), as the HTML engine's parser sees
+ * them: HTML runs, `{{ }}` outputs and `{% %}` tags, with their offsets and whitespace control.
+ */
+export function liquidTokens(expandedSource: string): TopLevelToken[] {
+  return new Tokenizer(expandedSource, htmlEngine.options.operators).readTopLevelTokens(htmlEngine.options);
+}
+
+/**
+ * A CompiledBody for HTML that has gone through expandDefaults already and was then rewritten by the caller (the
+ * composer marks the links to track in it; its output's size is checked without the markers, see
+ * assertRenderedSize). Uncached: the caller caches what it builds from it.
+ */
+export function compileExpandedHtml(expandedHtml: string, mjml: boolean, field = 'body'): CompiledBody {
+  return { mjml, marked: true, html: expandedHtml, templates: parseExpanded(expandedHtml, 'html', field) };
+}
+
 /** Header-safe text: each run of line breaks (CR/LF and other separators) becomes one space; other control characters are dropped. */
 export function toSingleLine(text: string): string {
   return text
@@ -205,6 +262,8 @@ export function isMjml(body: string): boolean {
 /** A body ready to render for many recipients: MJML already compiled, Liquid already parsed. */
 export interface CompiledBody {
   readonly mjml: boolean;
+  /** The HTML carries the composer's markers: its output is size-checked without them, by the composer. */
+  readonly marked?: boolean;
   /** The HTML Liquid template (MJML output for MJML bodies). */
   readonly html: string;
   /** @internal parsed Liquid */
@@ -241,6 +300,9 @@ export async function renderEmail(input: { subject: string; body: string; variab
   return { subject, ...renderBody(compiled, input.variables) };
 }
 
+// The composer leaves attributes out of this converter's input unless they are in TEXT_ATTRIBUTES (or a `style` that
+// could match the selectors below): a selector or option that reads another attribute must be added there
+// (domain/compose/link-plan.ts), or the composer's text parts would differ from htmlToText's.
 const toText = compileHtmlToText({
   wordwrap: 80,
   selectors: [
@@ -261,6 +323,7 @@ function compileMjml(source: string, field: string): Promise<string> {
   const key = hashOf('mjml', source);
   const hit = mjmlCache.get(key);
   if (hit) return hit;
+  counters.mjmlCompiles++;
   const pending = runMjml(source, field);
   mjmlCache.set(key, pending, source.length);
   pending.then(

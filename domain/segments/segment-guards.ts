@@ -8,7 +8,8 @@ const guards: SegmentDeletionGuard[] = [];
 /**
  * Features that depend on a segment (campaigns sending to it) register a guard here; `DELETE /segments/:id` answers
  * 409 SEGMENT_IN_USE with the first reason a guard gives. Kept apart from the service so campaigns can register
- * without importing segment internals.
+ * without importing segment internals. Part of the process registry (domain/registry.ts): guards are registered from
+ * `buildRegistry`, which the API and the worker both run at start-up.
  */
 export const segmentDeletionGuards = {
   register(guard: SegmentDeletionGuard): void {

@@ -3,7 +3,6 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { compileFilter, pgTextArray, type CompiledFilter, type Filter } from '../filters';
 import { AppError, conflict, notFound, validationError } from '../errors';
 import { uuidv7 } from '../ids';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
 import { normalizeEmail } from '../contacts/email-address';
 import type { ContactRow } from '../contacts/contact.repository';
 import { slugify } from './segment-slug';
@@ -269,14 +268,12 @@ export interface ComputeResult {
   memberCount: number;
 }
 
-const DISPATCH_CHUNK = 5000;
-
 /**
  * Recomputes a tracked dynamic segment. One statement, set-based: the current matches are diffed against the
  * persisted membership, the membership is brought up to date, and one `segment.<slug>.entry` / `.exit` event per
  * change is written into the contact's event stream. The segment row is locked for the transaction, so two computes
- * of one segment never interleave and never fire an event twice. The events pass through dispatchEvents after
- * commit. An untracked or static segment only refreshes its count.
+ * of one segment never interleave and never fire an event twice. The events reach their consumers through the event
+ * outbox, written in the same transaction. An untracked or static segment only refreshes its count.
  */
 export async function computeSegment(em: EntityManager, projectId: string, id: string): Promise<ComputeResult> {
   const s = await getSegment(em, projectId, id);
@@ -284,12 +281,12 @@ export async function computeSegment(em: EntityManager, projectId: string, id: s
     const refreshed = await refreshSegment(em, projectId, id);
     return { entered: 0, exited: 0, memberCount: refreshed.memberCount };
   }
-  const result = await em.transactional(async (tx) => {
+  return em.transactional(async (tx) => {
     const [locked] = await tx.execute<SegmentRow[]>(`select ${COLUMNS} from segments where id = ? and project_id = ? for update`, [id, projectId]);
     if (!locked || locked.type !== 'DYNAMIC' || !locked.trackMembership) throw notFound('Segment');
     const f = compiled(projectId, locked);
     // `cur` is read once; every sub-statement sees the membership as it was before this statement.
-    const events = await tx.execute<{ id: string; contactId: string; name: string; createdAt: Date }[]>(
+    const changes = await tx.execute<{ name: string; n: number }[]>(
       `with cur as materialized (select c.id from contacts c where c.project_id = ? and (${f.sql})),
        entered as (
          insert into segment_memberships (segment_id, contact_id)
@@ -304,9 +301,9 @@ export async function computeSegment(em: EntityManager, projectId: string, id: s
        ev as (
          insert into events (id, project_id, contact_id, name, data, source, created_at)
          select ${SQL_UUIDV7}, ?::uuid, contact_id, name, ?::jsonb, 'SYSTEM', now() from changes
-         returning id, contact_id, name, created_at
+         returning name
        )
-       select id, contact_id as "contactId", name, created_at as "createdAt" from ev`,
+       select name, count(*)::int as n from ev group by name`,
       [
         projectId,
         ...f.params,
@@ -321,11 +318,8 @@ export async function computeSegment(em: EntityManager, projectId: string, id: s
     );
     const memberCount = await countMembers(tx, id);
     await storeCount(tx, id, memberCount, true);
-    return { events, memberCount, slug: locked.slug, name: locked.name };
+    const entered = changes.find((c) => c.name === entryEventName(locked.slug))?.n ?? 0;
+    const exited = changes.find((c) => c.name === exitEventName(locked.slug))?.n ?? 0;
+    return { entered, exited, memberCount };
   });
-  const data = { segmentId: id, segmentName: result.name, via: 'segment.compute' };
-  const recorded: RecordedEvent[] = result.events.map((e) => ({ ...e, projectId, data, source: 'SYSTEM' }));
-  for (let i = 0; i < recorded.length; i += DISPATCH_CHUNK) await dispatchEvents(recorded.slice(i, i + DISPATCH_CHUNK));
-  const entered = recorded.filter((e) => e.name === entryEventName(result.slug)).length;
-  return { entered, exited: recorded.length - entered, memberCount: result.memberCount };
 }

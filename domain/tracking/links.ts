@@ -42,8 +42,7 @@ export interface TrackingOptions {
  */
 export function applyTracking(html: string, opts: TrackingOptions, cfg: LinkConfig = config()): string {
   if (!opts.opens && !opts.clicks) return html;
-  const tokens = linkTokens(cfg.appSecret);
-  const own = OWN_PATHS.map((p) => (cfg.publicUrl + p).toLowerCase());
+  const own = ownLinkPrefixes(cfg);
   const edits: { start: number; end: number; text: string }[] = [];
   let bodyClose = -1;
   let tag = '';
@@ -74,8 +73,7 @@ export function applyTracking(html: string, opts: TrackingOptions, cfg: LinkConf
         collecting = false;
         const url = trackableUrl(value, own);
         if (!url) return;
-        const target = `${cfg.publicUrl}${PUBLIC_PATHS.click}${tokens.sign({ kind: 'click', emailId: opts.emailId, url })}`;
-        edits.push(hrefEdit(html, attrNameEnd, end, quote, escapeAttribute(target)));
+        edits.push(hrefEdit(html, attrNameEnd, end, quote, escapeAttribute(clickUrl(opts.emailId, url, cfg))));
       },
       onclosetag(start, end) {
         if (html.slice(start, end).toLowerCase() === 'body') bodyClose = html.lastIndexOf('<', start);
@@ -95,10 +93,8 @@ export function applyTracking(html: string, opts: TrackingOptions, cfg: LinkConf
   tokenizer.end();
 
   if (opts.opens) {
-    const pixelUrl = `${cfg.publicUrl}${PUBLIC_PATHS.open}${tokens.sign({ kind: 'open', emailId: opts.emailId })}`;
-    const pixel = `<img src="${escapeAttribute(pixelUrl)}" width="1" height="1" alt="" style="display:none">`;
     const at = bodyClose >= 0 ? bodyClose : html.length;
-    edits.push({ start: at, end: at, text: pixel });
+    edits.push({ start: at, end: at, text: openPixel(opts.emailId, cfg) });
   }
   if (edits.length === 0) return html;
   edits.sort((a, b) => a.start - b.start);
@@ -111,8 +107,27 @@ export function applyTracking(html: string, opts: TrackingOptions, cfg: LinkConf
   return out + html.slice(pos);
 }
 
-/** The URL to sign, or null for links that are not tracked. Browsers strip surrounding whitespace from URLs too. */
-function trackableUrl(href: string, own: string[]): string | null {
+/** Lower-cased prefixes of our own public links, which are never wrapped (see trackableUrl). */
+export function ownLinkPrefixes(cfg: LinkConfig): string[] {
+  return OWN_PATHS.map((p) => (cfg.publicUrl + p).toLowerCase());
+}
+
+/** The click redirect for one URL of one email (unescaped; escapeAttribute it for an href). */
+export function clickUrl(emailId: string, url: string, cfg: LinkConfig): string {
+  return `${cfg.publicUrl}${PUBLIC_PATHS.click}${linkTokens(cfg.appSecret).sign({ kind: 'click', emailId, url })}`;
+}
+
+/** The 1x1 open pixel of one email, as the `<img>` element that goes before `</body>`. */
+export function openPixel(emailId: string, cfg: LinkConfig): string {
+  const pixelUrl = `${cfg.publicUrl}${PUBLIC_PATHS.open}${linkTokens(cfg.appSecret).sign({ kind: 'open', emailId })}`;
+  return `<img src="${escapeAttribute(pixelUrl)}" width="1" height="1" alt="" style="display:none">`;
+}
+
+/**
+ * The URL to sign for an href (entities already decoded), or null for links that are not tracked (not http(s), not
+ * a URL, or one of ours: `own` from ownLinkPrefixes). Browsers strip surrounding whitespace from URLs too.
+ */
+export function trackableUrl(href: string, own: string[]): string | null {
   const url = href.trim();
   if (!/^https?:\/\//i.test(url)) return null;
   const lower = url.toLowerCase();
@@ -137,7 +152,8 @@ function hrefEdit(html: string, nameEnd: number, end: number, quote: QuoteType, 
   return { start, end, text: `"${text}"` };
 }
 
-function escapeAttribute(text: string): string {
+/** Text safe inside a quoted HTML attribute value. */
+export function escapeAttribute(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/'/g, '&#39;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 

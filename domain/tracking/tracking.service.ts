@@ -1,11 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
+import type { RecordedEvent } from '../events/event.service';
 import { uuidv7 } from '../ids';
 import { preparedQuery } from '../prepared';
 
 /**
  * What the public endpoints write. Each hit is one statement (counter update and event insert together), run as a
- * prepared statement because the open pixel is the hottest public path; the event then passes the dispatch seam.
+ * prepared statement because the open pixel is the hottest public path; the event outbox is written with it.
  */
 
 type EngagementRow = { projectId: string; contactId: string; createdAt: Date };
@@ -36,9 +36,7 @@ async function recordEngagement(
   const id = uuidv7();
   const [row] = await preparedQuery<EngagementRow>(em, statement.name, statement.sql, [event.emailId, id, JSON.stringify(event.data)]);
   if (!row) return null;
-  const recorded: RecordedEvent = { id, ...row, name: event.name, data: event.data, source: 'SYSTEM', emailId: event.emailId };
-  await dispatchEvents([recorded]);
-  return recorded;
+  return { id, ...row, name: event.name, data: event.data, source: 'SYSTEM', emailId: event.emailId };
 }
 
 /** An open of the email (the pixel was fetched): `email.open`, open_count + 1, first_opened_at once. */
@@ -83,7 +81,7 @@ export async function changeSubscription(
   source: Record<string, unknown>,
 ): Promise<{ view: SubscriptionView; changed: boolean } | null> {
   const eventId = uuidv7();
-  const [row] = await preparedQuery<Omit<SubscriptionView, 'subscribed'> & { projectId: string; eventAt: Date | null }>(
+  const [row] = await preparedQuery<Omit<SubscriptionView, 'subscribed'> & { eventAt: Date | null }>(
     em,
     'mailwright_change_subscription',
     `with updated as (
@@ -98,17 +96,12 @@ export async function changeSubscription(
        from updated u
        returning created_at
      )
-     select c.id as "contactId", c.email, c.project_id as "projectId", p.name as "projectName", ev.created_at as "eventAt"
+     select c.id as "contactId", c.email, p.name as "projectName", ev.created_at as "eventAt"
      from contacts c join projects p on p.id = c.project_id left join ev on true
      where c.id = $1::uuid`,
     [contactId, subscribed, eventId, JSON.stringify(source)],
   );
   if (!row) return null;
-  const { projectId, eventAt, ...view } = row;
-  if (eventAt) {
-    await dispatchEvents([
-      { id: eventId, projectId, contactId, name: subscribed ? 'contact.subscribed' : 'contact.unsubscribed', data: source, source: 'SYSTEM', createdAt: eventAt },
-    ]);
-  }
+  const { eventAt, ...view } = row;
   return { view: { ...view, subscribed }, changed: eventAt !== null };
 }

@@ -43,7 +43,8 @@ const templateFinders: { kind: TemplateUsageKind; find: TemplateFinder }[] = [];
 /**
  * The one place features register what they reference: segments, campaigns and workflows each add a finder for
  * contact fields and one for event names, and campaigns and workflows one for templates. Usage endpoints and
- * deletion guards ask here, so a feature never imports another feature's tables.
+ * deletion guards ask here, so a feature never imports another feature's tables. Part of the process registry
+ * (domain/registry.ts): features register from `buildRegistry`, which the API and the worker both run at start-up.
  */
 export const usageRegistry = {
   registerFieldFinder(kind: UsageKind, find: Finder): void {

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { AppError, badRequest } from '../errors';
 import { uuidv7 } from '../ids';
-import { dispatchEvents, type RecordedEvent } from '../events/event.service';
+import type { RecordedEvent } from '../events/event.service';
 import { messageIdFor } from '../emails/delivery';
 import { SNS_MESSAGE_RETENTION_MS } from './sns';
 
@@ -171,7 +171,6 @@ export async function applySesReport(em: EntityManager, snsMessageId: string, re
     recorded.push(...rows);
     return 'applied';
   });
-  await dispatchEvents(recorded.map((r) => ({ ...r, source: 'SYSTEM' as const })));
   return { outcome, emailId: outcome === 'unknown_email' ? undefined : ours.emailId, events: recorded.map((r) => r.name) };
 }
 

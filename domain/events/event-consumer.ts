@@ -1,0 +1,64 @@
+import type { Pool } from 'pg';
+
+/** An event as a consumer receives it from the outbox. */
+export interface OutboxEvent {
+  id: string;
+  projectId: string;
+  contactId: string;
+  name: string;
+  data: Record<string, unknown>;
+  source: 'TRACKED' | 'SYSTEM';
+  emailId: string | null;
+  createdAt: Date;
+  /** How often this consumer failed on this event before (0 on its first delivery). */
+  attempts: number;
+}
+
+export interface ConsumerContext {
+  /** The dispatcher's connections (a consumer's own writes run outside the dispatcher's transaction). */
+  pool: Pool;
+}
+
+export interface RetryPolicy {
+  /** Failed deliveries after which an event is parked for an operator. */
+  maxAttempts: number;
+  /** Delay after the first failure; doubles with each further one (plus up to 10% jitter)... */
+  baseDelayMs: number;
+  /** ...up to this. */
+  maxDelayMs: number;
+}
+
+/**
+ * Something that reacts to recorded events (automation triggers, campaign stats, analytics rollups). Delivery is at
+ * least once, so `handle` must be idempotent by event id. A contact's events arrive in the order they were recorded:
+ * within a call, and never before an earlier event of the same contact was accepted. `handle` should process a batch
+ * in order and throw at the first event it cannot take; throwing means nothing of the call was accepted (what it
+ * did before the throw comes again), and the dispatcher then narrows the failure down to that event, which is
+ * retried with backoff and finally parked, holding back only that contact's later events.
+ */
+export interface EventConsumer {
+  /** Stable (outbox rows carry it); 1-100 characters of `a-z0-9._-`. A new name is a new consumer. */
+  readonly name: string;
+  handle(events: OutboxEvent[], ctx: ConsumerContext): Promise<void>;
+  /** Overrides of the dispatcher's retry policy. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** A call that takes longer counts as failed (default 60 s); the dispatcher holds the contacts' shards meanwhile. */
+  readonly timeoutMs?: number;
+}
+
+const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,99}$/;
+
+/** The consumers of one process, each name once. */
+export class EventConsumerRegistry {
+  private readonly consumers = new Map<string, EventConsumer>();
+
+  register(consumer: EventConsumer): void {
+    if (!NAME_RE.test(consumer.name)) throw new Error(`event consumer name "${consumer.name}" must match ${NAME_RE}`);
+    if (this.consumers.has(consumer.name)) throw new Error(`event consumer "${consumer.name}" is registered twice`);
+    this.consumers.set(consumer.name, consumer);
+  }
+
+  list(): EventConsumer[] {
+    return [...this.consumers.values()];
+  }
+}

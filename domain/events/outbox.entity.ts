@@ -1,0 +1,49 @@
+import { defineEntity, p } from '@mikro-orm/core';
+
+/**
+ * The event outbox (migration 20261123100000): written by a trigger on `events`, drained by event-dispatcher.ts,
+ * inspected and replayed by outbox-admin.ts. Declared here so the schema snapshot knows the tables.
+ */
+export const OutboxConsumer = defineEntity({
+  name: 'OutboxConsumer',
+  tableName: 'event_consumers',
+  properties: {
+    name: p.string().length(100).primary(),
+    registeredAt: p.datetime().defaultRaw('now()'),
+  },
+});
+
+export const OutboxEntry = defineEntity({
+  name: 'OutboxEntry',
+  tableName: 'event_outbox',
+  indexes: [
+    {
+      name: 'event_outbox_retrying_index',
+      expression: 'create index "event_outbox_retrying_index" on "event_outbox" ("consumer", "contact_id", "seq") where attempts > 0',
+    },
+  ],
+  properties: {
+    /** The consumer's name (no foreign key: see the migration). */
+    consumer: p.string().length(100).primary(),
+    shard: p.smallint().primary(),
+    /** Outbox order: a contact's events are handed over in this order. */
+    seq: p.bigint('number').primary().autoincrement(),
+    eventId: p.uuid(),
+    contactId: p.uuid(),
+    attempts: p.integer().default(0),
+    nextAttemptAt: p.datetime().nullable(),
+    lastError: p.text().nullable(),
+    parkedAt: p.datetime().nullable(),
+  },
+});
+
+/** What the probe consumer (EVENTS_PROBE) received: each event id once, when it first arrived, how many times. */
+export const ProbeReceipt = defineEntity({
+  name: 'ProbeReceipt',
+  tableName: 'event_probe_receipts',
+  properties: {
+    eventId: p.uuid().primary(),
+    receivedAt: p.datetime().defaultRaw('clock_timestamp()'),
+    deliveries: p.integer().default(1),
+  },
+});

@@ -1,0 +1,34 @@
+import type { Config } from './config';
+import { usageRegistry } from './usage/usage-registry';
+import { segmentDeletionGuards } from './segments/segment-guards';
+import { registerSegmentUsage } from './segments/segment-usage';
+import { registerTemplateUsage } from './templates/template-usage';
+import { EventConsumerRegistry } from './events/event-consumer';
+import { probeConsumer } from './events/event-probe';
+
+/**
+ * Everything features plug into each other, built once at start-up by the API (api/server.ts) and the worker
+ * (temporal/worker.ts) alike, so both processes know the same finders, guards and consumers. A new feature adds
+ * its registrations to `buildRegistry`, never from an HTTP module.
+ */
+export interface Registry {
+  /** What references contact fields, event names and templates (usage endpoints, the template delete guard). */
+  readonly usage: typeof usageRegistry;
+  /** What may refuse the deletion of a segment (campaigns sending to it). */
+  readonly segmentGuards: typeof segmentDeletionGuards;
+  /** Who receives recorded events through the outbox; the worker's dispatcher delivers to these. */
+  readonly consumers: EventConsumerRegistry;
+}
+
+let built: Registry | undefined;
+
+/** Builds the process's registry (once; later calls return the same one). */
+export function buildRegistry(cfg: Pick<Config, 'events'>): Registry {
+  if (built) return built;
+  registerSegmentUsage();
+  registerTemplateUsage();
+  const consumers = new EventConsumerRegistry();
+  if (cfg.events.probe) consumers.register(probeConsumer);
+  built = { usage: usageRegistry, segmentGuards: segmentDeletionGuards, consumers };
+  return built;
+}
