@@ -9,6 +9,8 @@ import { SecretBox, dkimKeyContext } from '../domains/secret-box';
 import { loadAttachments } from './attachments';
 import { buildMime } from '../mail/mime';
 import { preparedQuery } from '../prepared';
+import { selectList } from '../db/rows';
+import type { EmailRow } from './email.entity';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
 export type DeliveryOutcome =
@@ -18,29 +20,23 @@ export type DeliveryOutcome =
   | { emailId: string; status: 'SKIPPED'; reason: string }
   | { emailId: string; status: 'CANCELLED'; reason: string };
 
-interface EmailRow {
-  id: string;
-  projectId: string;
-  contactId: string | null;
-  kind: 'TRANSACTIONAL' | 'MARKETING';
+/** A claimed email with what its delivery needs besides (the contact's subscription, the sender domain's DKIM key). */
+type ClaimedEmail = Pick<
+  EmailRow,
+  'id' | 'projectId' | 'contactId' | 'kind' | 'attachmentIds' | 'toEmail' | 'toName' | 'fromEmail' | 'fromName' | 'replyTo' | 'subject' | 'html' | 'text' | 'headers'
+> & {
   /** The contact's subscription now (null: the contact was deleted). */
   subscribed: boolean | null;
-  attachmentIds: string[];
-  toEmail: string;
-  toName: string | null;
-  fromEmail: string;
-  fromName: string | null;
-  replyTo: string | null;
-  subject: string;
-  html: string;
-  text: string | null;
-  headers: Record<string, string>;
   /** Set when the sender domain is VERIFIED and has a DKIM key (see the claim query). */
   dkimDomainId: string | null;
   dkimDomain: string | null;
   dkimSelector: string | null;
   dkimPrivateKey: string | null;
-}
+};
+
+const CLAIMED_COLUMNS = [
+  'id', 'projectId', 'contactId', 'kind', 'attachmentIds', 'toEmail', 'toName', 'fromEmail', 'fromName', 'replyTo', 'subject', 'html', 'text', 'headers',
+] as const satisfies readonly (keyof ClaimedEmail)[];
 
 let defaultSecretBox: SecretBox | undefined;
 /** Decrypted DKIM keys by domain id and ciphertext (a domain's key never changes; a re-added domain has a new id). */
@@ -50,7 +46,7 @@ const dkimKeys = new Map<string, string>();
  * nodemailer's DKIM options for a claimed email, or undefined when its sender domain has no key (the dev seed, or a
  * domain no longer VERIFIED). Throws when the stored key cannot be decrypted (APP_SECRET changed).
  */
-function dkimFor(row: EmailRow, box: () => SecretBox): { domainName: string; keySelector: string; privateKey: string } | undefined {
+function dkimFor(row: ClaimedEmail, box: () => SecretBox): { domainName: string; keySelector: string; privateKey: string } | undefined {
   if (!row.dkimDomainId || !row.dkimDomain || !row.dkimSelector || !row.dkimPrivateKey) return undefined;
   const cacheKey = `${row.dkimDomainId}.${row.dkimPrivateKey.split('.')[2] ?? ''}`;
   let privateKey = dkimKeys.get(cacheKey);
@@ -93,14 +89,13 @@ export async function deliverBatch(
   opts: { secretBox?: SecretBox } = {},
 ): Promise<DeliveryOutcome[]> {
   // Prepared (planned once per connection): delivery runs this for every batch.
-  const claimed = await preparedQuery<EmailRow>(
+  const claimed = await preparedQuery<ClaimedEmail>(
     em,
     'delivery_claim',
     `with claimed as (
        update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
        where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING')
-       returning id, project_id as "projectId", contact_id as "contactId", kind, attachment_ids as "attachmentIds", to_email as "toEmail",
-         to_name as "toName", from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject, html, text, headers
+       returning ${selectList<ClaimedEmail>(CLAIMED_COLUMNS)}
      )
      select c.*, ct.subscribed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
      from claimed c

@@ -1,5 +1,6 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { persistThenStart } from '../workflow-start';
+import type { EmailRow } from './email.entity';
 import { ProjectBatcher } from '../project-batcher';
 import { preparedQuery } from '../prepared';
 
@@ -34,24 +35,10 @@ export async function insertEmails(em: EntityManager, projectId: string, workflo
 const columns = <T>(rows: T[], getters: ((row: T) => unknown)[]): unknown[][] => getters.map((get) => rows.map(get));
 
 /** An accepted email as stored: the row of `emails` before delivery. */
-export interface NewEmail {
-  id: string;
-  projectId: string;
-  contactId: string;
-  kind: 'TRANSACTIONAL' | 'MARKETING';
-  templateId: string | null;
-  toEmail: string;
-  toName: string | null;
-  fromEmail: string;
-  fromName: string | null;
-  replyTo: string | null;
-  subject: string;
-  html: string;
-  text: string;
-  headers: Record<string, string>;
-  /** Stored attachments (email_attachments ids), in order. */
-  attachmentIds: string[];
-}
+export type NewEmail = Pick<
+  EmailRow,
+  'id' | 'projectId' | 'kind' | 'templateId' | 'toEmail' | 'toName' | 'fromEmail' | 'fromName' | 'replyTo' | 'subject' | 'html' | 'headers' | 'attachmentIds'
+> & { contactId: string; text: string };
 
 export type StartDelivery = (batch: { projectId: string; emailIds: string[] }) => Promise<unknown>;
 

@@ -5,6 +5,8 @@ import { uuidv7 } from '../ids';
 
 export const EMAIL_STATUSES = ['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'BOUNCED', 'FAILED', 'CANCELLED'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+/** TRANSACTIONAL mail reaches unsubscribed contacts; MARKETING mail never does. */
+export type EmailKind = 'TRANSACTIONAL' | 'MARKETING';
 
 export interface Address {
   email: string;
@@ -53,6 +55,14 @@ export const Email = defineEntity({
   },
 });
 export type Email = InferEntity<typeof Email>;
+
+/** An `emails` row as raw queries read and write it (domain/db/rows.ts): every column, relations as ids. */
+export type EmailRow = { [K in Exclude<keyof Email, 'project' | 'contact' | 'kind' | 'status'>]-?: Exclude<Email[K], undefined> } & {
+  projectId: string;
+  contactId: string | null;
+  kind: EmailKind;
+  status: EmailStatus;
+};
 
 /**
  * An attachment's bytes (never in a Temporal payload), loaded when an email carrying it is sent. One /v1/send call

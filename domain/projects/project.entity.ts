@@ -11,6 +11,12 @@ export interface ProjectSettings {
 
 export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = { trackOpens: true, trackClicks: true, responseVariant: 'current' };
 
+/**
+ * The column's default, as migrated. Settings added later are not in it: every read merges DEFAULT_PROJECT_SETTINGS
+ * under the stored ones, so a key missing from a row reads as its default.
+ */
+const COLUMN_DEFAULT_SETTINGS = { trackOpens: true, trackClicks: true };
+
 export const Project = defineEntity({
   name: 'Project',
   tableName: 'projects',
@@ -26,7 +32,7 @@ export const Project = defineEntity({
     keysRotatedAt: p.datetime(),
     disabled: p.boolean().default(false),
     disabledReason: p.string().nullable(),
-    settings: p.json<ProjectSettings>().default(JSON.stringify(DEFAULT_PROJECT_SETTINGS)),
+    settings: p.json<ProjectSettings>().default(JSON.stringify(COLUMN_DEFAULT_SETTINGS)),
     createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
     updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
   },
