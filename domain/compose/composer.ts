@@ -8,7 +8,7 @@ import { validationError } from '../errors';
 import { uuidv7 } from '../ids';
 import type { MimeAttachment, MimeMessage } from '../mail/mime';
 import { expandDefaults } from '../rendering/defaults-sugar';
-import { LruCache } from '../rendering/lru';
+import { LruCache } from '../cache/lru';
 import {
   assertRenderedSize,
   compileBody,

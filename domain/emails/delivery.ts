@@ -10,6 +10,7 @@ import { loadAttachments } from './attachments';
 import { buildMime } from '../mail/mime';
 import { preparedQuery } from '../prepared';
 import { selectList } from '../db/rows';
+import { LruCache } from '../cache/lru';
 import type { EmailRow } from './email.entity';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
@@ -40,7 +41,7 @@ const CLAIMED_COLUMNS = [
 
 let defaultSecretBox: SecretBox | undefined;
 /** Decrypted DKIM keys by domain id and ciphertext (a domain's key never changes; a re-added domain has a new id). */
-const dkimKeys = new Map<string, string>();
+const dkimKeys = new LruCache<string>({ maxEntries: 1_000, maxWeight: 1_000 });
 
 /**
  * nodemailer's DKIM options for a claimed email, or undefined when its sender domain has no key (the dev seed, or a
@@ -52,8 +53,7 @@ function dkimFor(row: ClaimedEmail, box: () => SecretBox): { domainName: string;
   let privateKey = dkimKeys.get(cacheKey);
   if (!privateKey) {
     privateKey = box().decrypt(row.dkimPrivateKey, dkimKeyContext(row.dkimDomainId));
-    if (dkimKeys.size >= 1_000) dkimKeys.clear();
-    dkimKeys.set(cacheKey, privateKey);
+    dkimKeys.set(cacheKey, privateKey, 1);
   }
   return { domainName: row.dkimDomain, keySelector: row.dkimSelector, privateKey };
 }

@@ -4,7 +4,7 @@ import { compile as compileHtmlToText } from 'html-to-text';
 import mjml2html from 'mjml';
 import { AppError } from '../errors';
 import { expandDefaults } from './defaults-sugar';
-import { LruCache } from './lru';
+import { LruCache } from '../cache/lru';
 
 /**
  * Template rendering shared by /v1/send, campaigns and workflows: Liquid over the contact's variables, MJML bodies

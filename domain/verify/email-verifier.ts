@@ -1,3 +1,4 @@
+import { LruCache } from '../cache/lru';
 import type { DnsSettings } from '../domains/dns-lookup';
 import { classifyAddress, type AddressFacts } from './address-checks';
 import { createDomainResolver, evaluateDns, type DomainDns, type DnsVerdict } from './dns-checks';
@@ -106,14 +107,14 @@ export interface EmailVerifierOptions {
  * not remembered).
  */
 export class EmailVerifier {
-  private readonly cache = new Map<string, { at: number; answers: Promise<DomainDns> }>();
+  private readonly cache: LruCache<{ at: number; answers: Promise<DomainDns> }>;
   private readonly ttlMs: number;
-  private readonly maxEntries: number;
   private readonly lookup: (domain: string) => Promise<DomainDns>;
 
   constructor(dnsSettings: DnsSettings, options: EmailVerifierOptions = {}) {
     this.ttlMs = options.cacheTtlMs ?? 60_000;
-    this.maxEntries = options.cacheMaxEntries ?? 10_000;
+    const maxEntries = options.cacheMaxEntries ?? 10_000;
+    this.cache = new LruCache({ maxEntries, maxWeight: maxEntries });
     this.lookup = options.lookup ?? createDomainResolver(dnsSettings).lookup;
   }
 
@@ -128,18 +129,14 @@ export class EmailVerifier {
     const now = Date.now();
     const hit = this.cache.get(domain);
     if (hit && now - hit.at < this.ttlMs) return hit.answers;
-    this.cache.delete(domain);
-    if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
     const answers = this.lookup(domain);
     const entry = { at: now, answers };
-    this.cache.set(domain, entry);
+    this.cache.set(domain, entry, 1);
     answers.then(
       (a) => {
-        if (Object.values(a).some((l: DomainDns[keyof DomainDns]) => l.kind === 'error') && this.cache.get(domain) === entry) this.cache.delete(domain);
+        if (Object.values(a).some((l: DomainDns[keyof DomainDns]) => l.kind === 'error')) this.cache.delete(domain, entry);
       },
-      () => {
-        if (this.cache.get(domain) === entry) this.cache.delete(domain);
-      },
+      () => this.cache.delete(domain, entry),
     );
     return answers;
   }

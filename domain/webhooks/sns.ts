@@ -1,3 +1,4 @@
+import { LruCache } from '../cache/lru';
 import { X509Certificate, verify as verifySignature, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, badRequest, forbidden, serviceUnavailable } from '../errors';
@@ -151,7 +152,7 @@ async function readCapped(res: Response, maxBytes: number): Promise<string> {
  * certificate share one fetch. Failed fetches are not cached.
  */
 export class SnsVerifier {
-  private readonly keys = new Map<string, Promise<CachedKey>>();
+  private readonly keys = new LruCache<Promise<CachedKey>>({ maxEntries: MAX_CACHED_CERTS, maxWeight: MAX_CACHED_CERTS });
   /** Certificate fetches made (for operators' logs and tests of the cache). */
   fetches = 0;
 
@@ -191,10 +192,10 @@ export class SnsVerifier {
   private async publicKey(url: string, now: number): Promise<CachedKey> {
     let pending = this.keys.get(url);
     if (!pending) {
-      if (this.keys.size >= MAX_CACHED_CERTS) this.keys.delete(this.keys.keys().next().value!);
-      pending = this.fetchKey(url);
-      this.keys.set(url, pending);
-      void pending.catch(() => this.keys.delete(url));
+      const fetching = this.fetchKey(url);
+      pending = fetching;
+      this.keys.set(url, fetching, 1);
+      void fetching.catch(() => this.keys.delete(url, fetching));
     }
     let entry: CachedKey;
     try {

@@ -12,7 +12,7 @@ import {
   toSingleLine,
 } from '../../domain/rendering/render';
 import { expandDefaults } from '../../domain/rendering/defaults-sugar';
-import { LruCache } from '../../domain/rendering/lru';
+import { LruCache } from '../../domain/cache/lru';
 
 /** The TemplateError thrown by `fn` (fails the test when nothing, or something else, is thrown). */
 function templateError(fn: () => unknown): TemplateError {

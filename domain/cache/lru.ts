@@ -1,6 +1,7 @@
 /**
- * A small LRU map bounded by entry count and by a total weight (roughly the characters it keeps alive), so a burst
- * of distinct large templates cannot grow the process without bound.
+ * The one cache of the service: a small LRU map bounded by entry count and by a total weight (e.g. the characters it
+ * keeps alive), so a burst of distinct large entries cannot grow the process without bound. Entries of weight 1 make
+ * it a plain count-bounded LRU. (ProjectScopedCache adds invalidation by project on top of the change feed.)
  */
 export class LruCache<V> {
   private readonly entries = new Map<string, { value: V; weight: number }>();
