@@ -31,7 +31,7 @@ export async function createWorker() {
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
     workflowsPath: path.join(__dirname, 'workflows'),
-    activities: createActivities({ orm, transport }),
+    activities: createActivities({ orm, transport, config: cfg }),
     maxConcurrentActivityTaskExecutions: 100,
     maxConcurrentWorkflowTaskExecutions: 100,
   });

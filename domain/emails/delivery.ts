@@ -3,9 +3,8 @@ import type { Transporter } from 'nodemailer';
 import { insertEvents } from '../events/event.service';
 import { uuidv7 } from '../ids';
 import { emailDomain } from '../contacts/email-address';
-import { config } from '../config';
 import { logger } from '../logger';
-import { SecretBox, dkimKeyContext } from '../domains/secret-box';
+import { dkimKeyContext, type SecretBox } from '../domains/secret-box';
 import { loadAttachments } from './attachments';
 import { buildMime } from '../mail/mime';
 import { preparedQuery } from '../prepared';
@@ -39,7 +38,6 @@ const CLAIMED_COLUMNS = [
   'id', 'projectId', 'contactId', 'kind', 'attachmentIds', 'toEmail', 'toName', 'fromEmail', 'fromName', 'replyTo', 'subject', 'html', 'text', 'headers',
 ] as const satisfies readonly (keyof ClaimedEmail)[];
 
-let defaultSecretBox: SecretBox | undefined;
 /** Decrypted DKIM keys by domain id and ciphertext (a domain's key never changes; a re-added domain has a new id). */
 const dkimKeys = new LruCache<string>({ maxEntries: 1_000, maxWeight: 1_000 });
 
@@ -47,12 +45,12 @@ const dkimKeys = new LruCache<string>({ maxEntries: 1_000, maxWeight: 1_000 });
  * nodemailer's DKIM options for a claimed email, or undefined when its sender domain has no key (the dev seed, or a
  * domain no longer VERIFIED). Throws when the stored key cannot be decrypted (APP_SECRET changed).
  */
-function dkimFor(row: ClaimedEmail, box: () => SecretBox): { domainName: string; keySelector: string; privateKey: string } | undefined {
+function dkimFor(row: ClaimedEmail, box: SecretBox): { domainName: string; keySelector: string; privateKey: string } | undefined {
   if (!row.dkimDomainId || !row.dkimDomain || !row.dkimSelector || !row.dkimPrivateKey) return undefined;
   const cacheKey = `${row.dkimDomainId}.${row.dkimPrivateKey.split('.')[2] ?? ''}`;
   let privateKey = dkimKeys.get(cacheKey);
   if (!privateKey) {
-    privateKey = box().decrypt(row.dkimPrivateKey, dkimKeyContext(row.dkimDomainId));
+    privateKey = box.decrypt(row.dkimPrivateKey, dkimKeyContext(row.dkimDomainId));
     dkimKeys.set(cacheKey, privateKey, 1);
   }
   return { domainName: row.dkimDomain, keySelector: row.dkimSelector, privateKey };
@@ -86,7 +84,7 @@ export async function deliverBatch(
   em: EntityManager,
   transport: Transporter,
   input: { emailIds: string[]; attempt: number; workflowId?: string },
-  opts: { secretBox?: SecretBox } = {},
+  opts: { secretBox: SecretBox },
 ): Promise<DeliveryOutcome[]> {
   // Prepared (planned once per connection): delivery runs this for every batch.
   const claimed = await preparedQuery<ClaimedEmail>(
@@ -104,7 +102,6 @@ export async function deliverBatch(
        and d.name = rtrim(lower(substring(c."fromEmail" from '@([^@]*)$')), '.')`,
     [input.workflowId ?? null, input.emailIds],
   );
-  const box = () => opts.secretBox ?? (defaultSecretBox ??= new SecretBox(config().appSecret));
   const byId = new Map(claimed.map((r) => [r.id, r]));
   // Marketing mail is checked against the subscription at the moment it would be sent, not when it was accepted.
   const sendable = claimed.filter((r) => r.kind !== 'MARKETING' || r.subscribed === true);
@@ -119,7 +116,7 @@ export async function deliverBatch(
       const messageId = messageIdFor(row.id, row.fromEmail);
       let dkim: ReturnType<typeof dkimFor>;
       try {
-        dkim = dkimFor(row, box);
+        dkim = dkimFor(row, opts.secretBox);
       } catch (err) {
         // Not sent unsigned: a configuration error (APP_SECRET changed) should show, not weaken authentication.
         logger.error({ err, emailId, domain: row.dkimDomain }, 'DKIM key cannot be decrypted');

@@ -1,16 +1,14 @@
 import type { ActivityDeps } from './deps';
-import { config } from '../../domain/config';
 import { domainCheckSettings, runDomainCheck, type DomainCheckResult, type DomainCheckSettings } from '../../domain/domains/domain.service';
 
 export function createDomainActivities(deps: ActivityDeps) {
-  let settings: DomainCheckSettings | undefined = deps.domainChecks;
+  const settings: DomainCheckSettings = deps.domainChecks ?? domainCheckSettings(deps.config);
   return {
     /**
      * One verification check of a domain: DNS lookups (DNS_SERVERS, DNS_TIMEOUT per lookup), each record's status and
      * the domain's state stored on its row. Returns `exists: false` once the domain is deleted.
      */
     async checkDomain(input: { domainId: string }): Promise<DomainCheckResult> {
-      settings ??= domainCheckSettings(config());
       return runDomainCheck(deps.orm.em.fork(), settings, input.domainId);
     },
   };

@@ -2,8 +2,10 @@ import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
 import { purgeExpiredIdempotencyKeys } from '../../domain/idempotency/idempotency';
 import { deliverBatch, findStrandedEmails, markEmailsFailed, type DeliveryOutcome } from '../../domain/emails/delivery';
+import { SecretBox } from '../../domain/domains/secret-box';
 
 export function createEmailActivities(deps: ActivityDeps) {
+  const secretBox = new SecretBox(deps.config.appSecret); // unseals the DKIM keys of sender domains
   return {
     /**
      * Sends a batch of stored emails; returns each email's outcome. Transient SMTP failures come back as RETRY
@@ -12,7 +14,7 @@ export function createEmailActivities(deps: ActivityDeps) {
      */
     async deliverEmails(input: { emailIds: string[]; attempt: number }): Promise<DeliveryOutcome[]> {
       const { workflowExecution } = Context.current().info;
-      return deliverBatch(deps.orm.em.fork(), deps.transport, { ...input, workflowId: workflowExecution?.workflowId });
+      return deliverBatch(deps.orm.em.fork(), deps.transport, { ...input, workflowId: workflowExecution?.workflowId }, { secretBox });
     },
     /** Emails accepted more than `olderThanMs` ago whose delivery never started, grouped per project. */
     async findStrandedEmails(input: { olderThanMs: number; limit: number }): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {
