@@ -15,16 +15,16 @@ import { VariantHeaders, earlierSchema, hasVariants, requestedVariant, toEarlier
 export type AuthMode = 'secret' | 'public' | 'session' | 'none';
 
 /** Who is calling, by the route's auth mode: the key's project (and settings), or the session's user. */
-export type Caller<A extends AuthMode> = A extends 'secret' | 'public' ? { principal: ApiPrincipal } : A extends 'session' ? { userId: string } : object;
+type Caller<A extends AuthMode> = A extends 'secret' | 'public' ? { principal: ApiPrincipal } : A extends 'session' ? { userId: string } : object;
 
-export type HandlerInput<B, Q, P, A extends AuthMode = AuthMode> = {
+type HandlerInput<B, Q, P, A extends AuthMode = AuthMode> = {
   ctx: AppContext;
   body: B;
   query: Q;
   params: P;
 } & Caller<A>;
 
-export interface HandlerResult {
+interface HandlerResult {
   status?: number;
   body?: unknown;
 }

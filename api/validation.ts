@@ -63,7 +63,7 @@ export const NO_LINE_BREAKS = '^[^\\r\\n]*$';
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
 
 /** How deep free-form JSON (contact data, event data, filters) may nest; a body deeper than this is refused whole. */
-export const MAX_INPUT_DEPTH = 32;
+const MAX_INPUT_DEPTH = 32;
 
 /** Lone UTF-16 surrogates (half of a pair) cannot be stored as UTF-8; `isWellFormed` finds them without a regex. */
 const hasNul = (s: string) => s.includes('\u0000');

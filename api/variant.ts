@@ -9,7 +9,7 @@ import { validationError } from '../domain/errors';
  * follows its project's `settings.responseVariant`; otherwise the current variant applies. Errors keep the one
  * envelope in both.
  */
-export const VARIANT_HEADER = 'Mailwright-Response-Variant';
+const VARIANT_HEADER = 'Mailwright-Response-Variant';
 export const RESPONSE_VARIANTS = ['current', 'earlier'] as const;
 export type ResponseVariant = (typeof RESPONSE_VARIANTS)[number];
 

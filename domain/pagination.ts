@@ -14,7 +14,7 @@ export interface CursorPage<T> {
  * encoded. Rows inserted while a client walks the list have larger ids and sort before its position, so a walk
  * never sees a row twice and never misses one that existed when it started.
  */
-export function encodeCursor(lastId: string): string {
+function encodeCursor(lastId: string): string {
   return Buffer.from(`v1:${lastId}`).toString('base64url');
 }
 

@@ -7,7 +7,7 @@ import type * as workflows from './workflows';
 import { checkNowUpdate, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
-export const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
+const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
 
 /**
  * Emails per delivery workflow. Bounded by the EmailIds search attribute (Temporal limits one attribute value to

@@ -6,8 +6,8 @@ import { AppError } from '../../domain/errors';
 import { UUID_RE } from '../../domain/ids';
 import { enforceRateLimit } from './rate-limit';
 
-export const SESSION_COOKIE = 'mailwright_session';
-export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
+const SESSION_COOKIE = 'mailwright_session';
+const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 
 function bearer(ctx: AppContext): string | undefined {
   const header = ctx.get('authorization');

@@ -8,7 +8,7 @@ import { logger } from '../../domain/logger';
 import { zodFieldErrors } from '../validation';
 
 /** SPEC.md › Errors envelope. */
-export function errorBody(err: AppError, requestId: string) {
+function errorBody(err: AppError, requestId: string) {
   return {
     success: false as const,
     error: {

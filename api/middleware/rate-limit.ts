@@ -8,7 +8,7 @@ import type { RateLimiter, RateLimitDecision } from '../../domain/rate-limit/rat
  * today): Limit and Remaining in requests, Reset in seconds (delta, not a timestamp, so client clocks do not
  * matter), Policy `<limit>;w=<window seconds>`.
  */
-export function rateLimitHeaders(d: RateLimitDecision, windowMs: number): Record<string, string> {
+function rateLimitHeaders(d: RateLimitDecision, windowMs: number): Record<string, string> {
   return {
     'RateLimit-Limit': String(d.limit),
     'RateLimit-Remaining': String(d.remaining),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Domain } from '../../domain/domains/domain.entity';
 import { RECORD_PURPOSES, RECORD_STATUSES } from '../../domain/domains/dns-records';
 
-export const DnsRecordSchema = z
+const DnsRecordSchema = z
   .object({
     type: z.literal('TXT'),
     name: z.string().meta({ description: 'Fully qualified name of the record', example: '_mailwright.example.com' }),

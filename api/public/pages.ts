@@ -6,7 +6,7 @@ import type { AppContext } from '../context';
  * pages are relative, so the pages work behind any path prefix.
  */
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 

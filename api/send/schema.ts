@@ -3,7 +3,7 @@ import { NO_LINE_BREAKS, emailString } from '../validation';
 import { CONTROL, SPACE, caseInsensitive } from '../../domain/text';
 
 export const MAX_RECIPIENTS = 50;
-export const MAX_ATTACHMENTS = 10;
+const MAX_ATTACHMENTS = 10;
 
 const AddressObject = z.object({ name: z.string().max(200).optional(), email: emailString });
 const Recipient = z.union([emailString, AddressObject]);
@@ -20,7 +20,7 @@ const STRUCTURAL_HEADERS = new Set([
   'received', 'list-unsubscribe', 'list-unsubscribe-post', 'in-reply-to', 'references',
 ]);
 
-export const Headers = z
+const Headers = z
   .record(z.string(), z.string().max(998, 'Header values are at most 998 characters'))
   .superRefine((headers, ctx) => {
     for (const [name, value] of Object.entries(headers)) {
@@ -55,7 +55,7 @@ const BASE64_PATTERN = `^[${SPACE}]*(?:(?:${B64}){4})*(?:(?:${B64}){2}=[${SPACE}
 /** A file name, not a path: no separators, no control characters. */
 const FILENAME = new RegExp(`^[^/\\\\${CONTROL}]+$`);
 
-export const Attachment = z
+const Attachment = z
   .object({
     filename: z.string().min(1).max(255).regex(FILENAME, 'A file name without "/", "\\" or control characters'),
     content: z

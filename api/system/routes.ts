@@ -5,7 +5,7 @@ import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
 
-export const ConfigSchema = z
+const ConfigSchema = z
   .object({
     signupEnabled: z.boolean(),
     oauthProviders: z.array(z.string()),

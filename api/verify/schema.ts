@@ -25,7 +25,7 @@ const Reason = z.enum(VERIFY_REASONS).meta({
     '`disposable`: a throwaway-inbox domain. `possible_typo`: see `suggestion`. `role_address`: a shared role mailbox (admin@, info@...).',
 });
 
-export const VerifyResult = z
+const VerifyResult = z
   .object({
     email: z.string().meta({ description: 'The address as given, trimmed.' }),
     normalizedEmail: z.string().nullable().meta({ description: 'Lowercased and without the +tag; null when the format is invalid.' }),

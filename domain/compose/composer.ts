@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { config } from '../config';
 import { emailDomain } from '../contacts/email-address';
 import { messageIdFor } from '../emails/delivery';
-import type { Address } from '../emails/email.entity';
+import type { Address, EmailKind } from '../emails/email.entity';
 import type { NewEmail } from '../emails/email-intake';
 import { validationError } from '../errors';
 import { uuidv7 } from '../ids';
@@ -36,8 +36,6 @@ import { finishTracking, planLinks, slotTargets, stripMarkers, type LinkPlan, ty
  *   the plain-text part (html-to-text must see each recipient's HTML: line wrapping and `text [url]` depend on the
  *   values).
  */
-
-export type EmailKind = 'TRANSACTIONAL' | 'MARKETING';
 
 export interface MessageContent {
   subject: string;
@@ -140,7 +138,7 @@ export function resolveMessage(
 }
 
 /** nodemailer's DKIM options for the sender domain. */
-export interface DkimKey {
+interface DkimKey {
   domainName: string;
   keySelector: string;
   privateKey: string;

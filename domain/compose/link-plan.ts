@@ -61,7 +61,7 @@ const enum Region {
   Comment = 4,
 }
 
-export interface LinkSlot {
+interface LinkSlot {
   readonly quote: QuoteType;
   /** The href with entities decoded, when it has no Liquid (then its trackable URL is known once per message). */
   readonly staticHref?: string;

@@ -3,7 +3,7 @@ import { AppError, validationError } from '../errors';
 import { RESERVED_DATA_KEYS } from './contact-data';
 import { alternatives } from '../text';
 
-export type FieldType = 'string' | 'number' | 'boolean' | 'date' | 'object' | 'array';
+type FieldType = 'string' | 'number' | 'boolean' | 'date' | 'object' | 'array';
 
 export interface FieldInfo {
   name: string;
@@ -18,7 +18,7 @@ export interface FieldInfo {
   count: number;
 }
 
-export const STANDARD_FIELDS: { name: string; type: FieldType }[] = [
+const STANDARD_FIELDS: { name: string; type: FieldType }[] = [
   { name: 'email', type: 'string' },
   { name: 'subscribed', type: 'boolean' },
   { name: 'createdAt', type: 'date' },

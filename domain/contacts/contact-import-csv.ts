@@ -12,7 +12,7 @@ export const MAX_IMPORT_BYTES = 5 * 1024 * 1024;
 export const MAX_STORED_ROW_ERRORS = 100;
 
 /** Where a CSV column goes: `email`, `subscribed`, `data.<key>` or `ignore` (the `mapping` field of an import). */
-export type ColumnTarget = { kind: 'email' } | { kind: 'subscribed' } | { kind: 'data'; key: string } | { kind: 'ignore' };
+type ColumnTarget = { kind: 'email' } | { kind: 'subscribed' } | { kind: 'data'; key: string } | { kind: 'ignore' };
 export type ColumnMapping = Record<string, string>;
 
 /** A problem with the whole file (not one row): the upload is refused or the job fails with this message. */
@@ -216,7 +216,7 @@ export function rowData(layout: CsvLayout, record: string[]): ContactData {
 }
 
 /** Turns one record into a row: rowHead, and the data of a row without error. */
-export function toRow(layout: CsvLayout, record: string[], line: number): CsvRow {
+function toRow(layout: CsvLayout, record: string[], line: number): CsvRow {
   const head = rowHead(layout, record, line);
   return { ...head, data: head.error ? {} : rowData(layout, record) };
 }

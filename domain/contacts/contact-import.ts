@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PoolClient } from 'pg';
 import { uuidv7s } from '../ids';
-import { finishJob, markJobRunning, withTransaction, type ImportOptions, type JobRow, type RowError } from '../jobs/job.service';
+import { finishJob, markJobRunning, withTransaction, type JobRow, type RowError } from '../jobs/job.service';
 import { countContacts } from './contact-counts';
 import { byteOffset, CsvRejected, csvText, MAX_STORED_ROW_ERRORS, readLayout, rowData, rowHead, scanRecords, type CsvLayout, type CsvText, type RowHead } from './contact-import-csv';
 import type { ContactData } from './contact.entity';
@@ -10,13 +10,13 @@ import type { ContactData } from './contact.entity';
  * Rows per chunk. Chunk k is records k*1000 .. k*1000+999 of the file and is committed once, with its job_chunks row,
  * so this number must stay the same while imports run (the first version used 1000 too).
  */
-export const IMPORT_BATCH_SIZE = 1000;
+const IMPORT_BATCH_SIZE = 1000;
 
 /**
  * Chunks written at the same time, each in its own transaction on its own connection. Their emails never overlap (the
  * file is de-duplicated before the first chunk), so they lock different contacts; Postgres then uses both cores.
  */
-export const IMPORT_WRITERS = 2;
+const IMPORT_WRITERS = 2;
 
 /**
  * Many contacts in one statement, with the data rules of the one-contact upsert (contact.repository.ts): existing
@@ -342,4 +342,3 @@ export async function completeImport(em: EntityManager, jobId: string): Promise<
   await finishJob(em, jobId, 'COMPLETED');
 }
 
-export type { ImportOptions };

@@ -12,7 +12,7 @@ export interface DkimKeyPair {
 }
 
 /** A selector of its own per domain (`mw-` + 8 hex), so a re-added domain never collides with a cached old record. */
-export function newDkimSelector(): string {
+function newDkimSelector(): string {
   return `mw-${randomBytes(4).toString('hex')}`;
 }
 

@@ -31,7 +31,7 @@ export interface DomainRecord {
 }
 
 /** The TXT name that carries the ownership token. */
-export const OWNERSHIP_LABEL = '_mailwright';
+const OWNERSHIP_LABEL = '_mailwright';
 
 export function newVerificationToken(): string {
   return `mailwright-verification=${randomBytes(18).toString('base64url')}`;

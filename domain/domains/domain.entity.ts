@@ -3,7 +3,7 @@ import { Project } from '../projects/project.entity';
 import { uuidv7 } from '../ids';
 import type { DomainRecord } from './dns-records';
 
-export const DOMAIN_STATUSES = ['PENDING', 'VERIFIED'] as const;
+const DOMAIN_STATUSES = ['PENDING', 'VERIFIED'] as const;
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
 
 /**

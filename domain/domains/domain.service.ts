@@ -160,7 +160,7 @@ export async function listDomains(em: EntityManager, projectId: string): Promise
 }
 
 /** A domain of the project; another project's domain is not found (404), like a missing one. */
-export async function domainOfProject(em: EntityManager, projectId: string, id: string): Promise<Domain> {
+async function domainOfProject(em: EntityManager, projectId: string, id: string): Promise<Domain> {
   const domain = await em.findOne(Domain, { id, project: projectId });
   if (!domain) throw notFound('Domain');
   return domain;

@@ -64,7 +64,7 @@ interface SmtpError extends Error {
 }
 
 /** A 5xx SMTP reply is permanent; everything else (4xx, timeouts, refused connections) is worth retrying. */
-export function isPermanentSmtpFailure(err: unknown): boolean {
+function isPermanentSmtpFailure(err: unknown): boolean {
   const code = (err as SmtpError).responseCode;
   return typeof code === 'number' && code >= 500;
 }

@@ -3,8 +3,8 @@ import { Project } from '../projects/project.entity';
 import { Contact } from '../contacts/contact.entity';
 import { uuidv7 } from '../ids';
 
-export const EMAIL_STATUSES = ['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'BOUNCED', 'FAILED', 'CANCELLED'] as const;
-export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+const EMAIL_STATUSES = ['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'BOUNCED', 'FAILED', 'CANCELLED'] as const;
+type EmailStatus = (typeof EMAIL_STATUSES)[number];
 /** TRANSACTIONAL mail reaches unsubscribed contacts; MARKETING mail never does. */
 export type EmailKind = 'TRANSACTIONAL' | 'MARKETING';
 

@@ -14,7 +14,7 @@ export interface OutboxEvent {
   attempts: number;
 }
 
-export interface ConsumerContext {
+interface ConsumerContext {
   /** The dispatcher's connections (a consumer's own writes run outside the dispatcher's transaction). */
   pool: Pool;
 }

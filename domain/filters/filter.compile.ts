@@ -1,7 +1,6 @@
 import { likeEscape } from '../pagination';
-import { FILTER_LIMITS, isEventCondition, isGroup, type EventCondition, type FieldCondition, type Filter, type FilterNode, type Scalar } from './filter.types';
-import { parseFilter, resolveField, type ResolvedField } from './filter.validate';
-import { validationError } from '../errors';
+import { isEventCondition, isGroup, type EventCondition, type FieldCondition, type Filter, type FilterNode, type Scalar } from './filter.types';
+import { resolveField, type ResolvedField } from './filter.validate';
 
 /** A WHERE expression over the `contacts` table (aliased) with `?` placeholders, and its values in order. */
 export interface CompiledFilter {
@@ -174,19 +173,9 @@ export function compileFilter(filter: Filter, opts: CompileOptions): CompiledFil
   return { sql: b.node(filter), params: b.params };
 }
 
-/** Validates, then compiles; invalid filters are a 422 with paths under `fieldPrefix`. */
-export function compileFilterOrThrow(input: unknown, opts: CompileOptions & { fieldPrefix?: string }): CompiledFilter {
-  const parsed = parseFilter(input);
-  if (!parsed.ok) {
-    throw validationError(parsed.issues.map((i) => ({ field: [opts.fieldPrefix, ...i.path].filter((x) => x !== undefined && x !== '').join('.') || '(body)', message: i.message, code: i.code })));
-  }
-  return compileFilter(parsed.filter, opts);
-}
-
 /** `?` placeholders as `$1..$n` (for node-postgres). Safe because compiled SQL never contains a literal `?`. */
 export function toPositional(sql: string, offset = 0): string {
   let i = offset;
   return sql.replace(/\?/g, () => `$${++i}`);
 }
 
-export { FILTER_LIMITS };

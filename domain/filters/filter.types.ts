@@ -22,10 +22,10 @@ export const FIELD_OPERATORS = [
 export type FieldOperator = (typeof FIELD_OPERATORS)[number];
 
 export const EVENT_OPERATORS = ['hasDone', 'hasNotDone'] as const;
-export type EventOperator = (typeof EVENT_OPERATORS)[number];
+type EventOperator = (typeof EVENT_OPERATORS)[number];
 
 export const GROUP_OPERATORS = ['AND', 'OR'] as const;
-export type GroupOperator = (typeof GROUP_OPERATORS)[number];
+type GroupOperator = (typeof GROUP_OPERATORS)[number];
 
 export type Scalar = string | number | boolean;
 

@@ -13,7 +13,7 @@ export interface FilterIssue {
   code: string;
 }
 
-export type FieldKind = 'text' | 'boolean' | 'timestamp' | 'data';
+type FieldKind = 'text' | 'boolean' | 'timestamp' | 'data';
 
 /** How a filter field is read: a standard column or a path into contact data. */
 export type ResolvedField = { kind: 'text' | 'boolean' | 'timestamp'; column: 'email' | 'subscribed' | 'created_at' | 'updated_at' } | { kind: 'data'; path: string[] };
@@ -26,7 +26,7 @@ const STANDARD: Record<string, ResolvedField> = {
 };
 
 /** Operators each kind of field accepts. */
-export const OPERATORS_BY_KIND: Record<FieldKind, readonly FieldOperator[]> = {
+const OPERATORS_BY_KIND: Record<FieldKind, readonly FieldOperator[]> = {
   text: ['equals', 'notEquals', 'contains', 'notContains', 'startsWith', 'endsWith', 'in', 'notIn'],
   boolean: ['equals', 'notEquals'],
   timestamp: ['before', 'after', 'gt', 'gte', 'lt', 'lte', 'withinLastDays'],
@@ -44,7 +44,7 @@ export function resolveField(field: string): ResolvedField | undefined {
 }
 
 const ISO_DATE_RE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-export const isIsoDate = (v: unknown): v is string => typeof v === 'string' && ISO_DATE_RE.test(v) && !Number.isNaN(Date.parse(v));
+const isIsoDate = (v: unknown): v is string => typeof v === 'string' && ISO_DATE_RE.test(v) && !Number.isNaN(Date.parse(v));
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict } from '../errors';
 
 /** How long a key's first response is kept and replayed. */
-export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 /** JSON with object keys sorted, so the same body hashes the same whatever order its client wrote the keys in. */
 function canonicalJson(value: unknown): string {
@@ -16,11 +16,11 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-export function requestHash(body: unknown): string {
+function requestHash(body: unknown): string {
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
-export type IdempotencyClaim = { kind: 'claimed' } | { kind: 'replay'; statusCode: number; response: unknown };
+type IdempotencyClaim = { kind: 'claimed' } | { kind: 'replay'; statusCode: number; response: unknown };
 
 /**
  * Takes `key` for this request, or finds the response it already produced. A key is claimed by inserting its row
@@ -28,7 +28,7 @@ export type IdempotencyClaim = { kind: 'claimed' } | { kind: 'replay'; statusCod
  * `IDEMPOTENCY_KEY_IN_USE` while the first is in flight; a different body under a used key gets 409
  * `IDEMPOTENCY_KEY_MISMATCH`.
  */
-export async function claimIdempotencyKey(em: EntityManager, projectId: string, key: string, hash: string): Promise<IdempotencyClaim> {
+async function claimIdempotencyKey(em: EntityManager, projectId: string, key: string, hash: string): Promise<IdempotencyClaim> {
   const claimed = await em.execute<{ key: string }[]>(
     `insert into idempotency_keys (project_id, key, request_hash) values (?, ?, ?)
      on conflict (project_id, key) do update set request_hash = excluded.request_hash, status_code = null, response = null, created_at = now()
@@ -56,12 +56,12 @@ export async function claimIdempotencyKey(em: EntityManager, projectId: string, 
   return { kind: 'replay', statusCode: row.statusCode, response: row.response };
 }
 
-export async function storeIdempotentResponse(em: EntityManager, projectId: string, key: string, statusCode: number, response: unknown): Promise<void> {
+async function storeIdempotentResponse(em: EntityManager, projectId: string, key: string, statusCode: number, response: unknown): Promise<void> {
   await em.execute(`update idempotency_keys set status_code = ?, response = ? where project_id = ? and key = ?`, [statusCode, JSON.stringify(response), projectId, key]);
 }
 
 /** The request failed without producing a response worth replaying: free the key so a retry runs again. */
-export async function releaseIdempotencyKey(em: EntityManager, projectId: string, key: string): Promise<void> {
+async function releaseIdempotencyKey(em: EntityManager, projectId: string, key: string): Promise<void> {
   await em.execute(`delete from idempotency_keys where project_id = ? and key = ? and status_code is null`, [projectId, key]);
 }
 

@@ -15,9 +15,9 @@ import { conflict, notFound } from '../errors';
  * Transitions: QUEUED -> RUNNING -> COMPLETED | FAILED | CANCELLED, and QUEUED -> FAILED | CANCELLED.
  * Finished states are final.
  */
-export type JobStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
+type JobStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
 export type BulkJobType = 'BULK_SUBSCRIBE' | 'BULK_UNSUBSCRIBE' | 'BULK_DELETE';
-export type JobType = 'IMPORT' | BulkJobType;
+type JobType = 'IMPORT' | BulkJobType;
 
 export interface RowError {
   line: number;
@@ -131,7 +131,7 @@ async function createBulkJob(em: EntityManager, input: { projectId: string; type
 }
 
 /** A job of the project, or null (another project's job is not found). */
-export async function findJob(em: EntityManager, projectId: string | null, jobId: string): Promise<JobRow | null> {
+async function findJob(em: EntityManager, projectId: string | null, jobId: string): Promise<JobRow | null> {
   const rows = await em.execute<JobRow[]>(
     `select ${JOB_COLUMNS} from jobs where id = ? ${projectId ? 'and project_id = ?' : ''}`,
     projectId ? [jobId, projectId] : [jobId],

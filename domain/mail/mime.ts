@@ -5,7 +5,7 @@ import * as qp from 'nodemailer/lib/qp';
 import * as base64 from 'nodemailer/lib/base64';
 import { randomHex } from '../ids';
 
-export interface MimeAddress {
+interface MimeAddress {
   address: string;
   name?: string | null;
 }

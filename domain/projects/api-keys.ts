@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 
-export const PUBLIC_KEY_PREFIX = 'pk_';
-export const SECRET_KEY_PREFIX = 'sk_';
+const PUBLIC_KEY_PREFIX = 'pk_';
+const SECRET_KEY_PREFIX = 'sk_';
 
 export interface KeyPair {
   publicKey: string;

@@ -26,7 +26,6 @@ export interface WindowCounts {
 }
 
 export const windowIndex = (nowMs: number, windowMs: number): number => Math.floor(nowMs / windowMs);
-export const windowStartMs = (window: number, windowMs: number): number => window * windowMs;
 
 /** Share of the current fixed window already elapsed, in [0, 1). */
 export function elapsedFraction(nowMs: number, window: number, windowMs: number): number {

@@ -22,9 +22,9 @@ export const MAX_TEMPLATE_BYTES = 512 * 1024;
 /** Characters of one rendered body; beyond this a loop or a huge variable went wrong. */
 export const MAX_RENDERED_CHARS = 5 * 1024 * 1024;
 /** Wall-clock budget of one render (liquidjs renderLimit). */
-export const RENDER_LIMIT_MS = 1_000;
+const RENDER_LIMIT_MS = 1_000;
 /** Allocation budget of one render (liquidjs memoryLimit: ranges, string building, arrays). */
-export const MEMORY_LIMIT = 64 * 1024 * 1024;
+const MEMORY_LIMIT = 64 * 1024 * 1024;
 
 export type TemplateErrorCode = 'invalid_template' | 'template_too_large' | 'template_limit_exceeded' | 'invalid_mjml';
 

@@ -8,7 +8,7 @@ function walk(node: FilterNode, visit: (n: FilterNode) => void): void {
 }
 
 /** Whether a filter reads the custom field `name` (the data key itself or anything nested below it). */
-export function filterUsesField(filter: Filter, name: string): boolean {
+function filterUsesField(filter: Filter, name: string): boolean {
   let found = false;
   walk(filter, (n) => {
     if (!isGroup(n) && !isEventCondition(n) && (n.field === `data.${name}` || n.field.startsWith(`data.${name}.`))) found = true;
@@ -16,7 +16,7 @@ export function filterUsesField(filter: Filter, name: string): boolean {
   return found;
 }
 
-export function filterUsesEvent(filter: Filter, eventName: string): boolean {
+function filterUsesEvent(filter: Filter, eventName: string): boolean {
   let found = false;
   walk(filter, (n) => {
     if (isEventCondition(n) && n.event === eventName) found = true;

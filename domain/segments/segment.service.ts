@@ -8,7 +8,7 @@ import type { ContactRow } from '../contacts/contact.repository';
 import { slugify } from './segment-slug';
 import { segmentDeletionGuards } from './segment-guards';
 
-export type SegmentType = 'DYNAMIC' | 'STATIC';
+type SegmentType = 'DYNAMIC' | 'STATIC';
 
 export interface SegmentRow {
   id: string;
@@ -34,8 +34,8 @@ const SQL_UUIDV7 = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) 
 
 const row = (r: SegmentRow): SegmentRow => ({ ...r, memberCount: Number(r.memberCount) });
 
-export const entryEventName = (slug: string) => `segment.${slug}.entry`;
-export const exitEventName = (slug: string) => `segment.${slug}.exit`;
+const entryEventName = (slug: string) => `segment.${slug}.entry`;
+const exitEventName = (slug: string) => `segment.${slug}.exit`;
 
 export async function listSegments(em: EntityManager, projectId: string): Promise<SegmentRow[]> {
   const rows = await em.execute<SegmentRow[]>(`select ${COLUMNS} from segments where project_id = ? order by created_at, id`, [projectId]);

@@ -10,7 +10,7 @@ const analyzer = new Liquid({ relativeReference: false });
  * Whether a Liquid source reads the contact field `name` (`plan`, or nested `address.city`): contact data is
  * top-level in templates, so `{{ plan }}` and `{{ address.city }}` count, and so does anything below the field.
  */
-export function templateUsesVariable(source: string, name: string): boolean {
+function templateUsesVariable(source: string, name: string): boolean {
   if (!source.includes('{{') && !source.includes('{%')) return false;
   let paths: (string | number)[][];
   try {

@@ -13,7 +13,7 @@ export interface LinkConfig {
 }
 
 /** Paths of the public endpoints (api/public/routes.ts). */
-export const PUBLIC_PATHS = {
+const PUBLIC_PATHS = {
   open: '/t/o/',
   click: '/t/c/',
   unsubscribe: '/unsubscribe/',

@@ -19,7 +19,7 @@ export interface DomainDns {
   wwwAaaa: Lookup<string>;
 }
 
-export type TriState = 'yes' | 'no' | 'unknown';
+type TriState = 'yes' | 'no' | 'unknown';
 
 export interface DnsVerdict {
   /** Some query answered NOERROR (records or NODATA): the name exists. All NXDOMAIN: it does not. */

@@ -15,7 +15,7 @@ export const VERIFY_REASONS = [
   'possible_typo',
   'role_address',
 ] as const;
-export type VerifyReason = (typeof VERIFY_REASONS)[number];
+type VerifyReason = (typeof VERIFY_REASONS)[number];
 
 export interface VerifyResult {
   email: string;

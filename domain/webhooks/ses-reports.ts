@@ -104,7 +104,7 @@ export function parseOurMessageId(header: string | null | undefined): { emailId:
   return { emailId: local, messageId: `<${local}@${m[2]!.toLowerCase()}>` };
 }
 
-export type ReportOutcome =
+type ReportOutcome =
   /** The email's status and/or events changed. */
   | 'applied'
   /** A genuine report that changes nothing (e.g. a delivery report of an email that already bounced). */

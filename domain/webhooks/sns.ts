@@ -13,7 +13,7 @@ import { AppError, badRequest, forbidden, serviceUnavailable } from '../errors';
 /** Processed message ids are kept this long; older messages are refused so a replay can never apply twice. */
 export const SNS_MESSAGE_RETENTION_MS = 30 * 86_400_000;
 /** SNS gives up retrying long before this, so a genuine message is never this old. */
-export const SNS_MESSAGE_MAX_AGE_MS = SNS_MESSAGE_RETENTION_MS - 86_400_000;
+const SNS_MESSAGE_MAX_AGE_MS = SNS_MESSAGE_RETENTION_MS - 86_400_000;
 
 const common = {
   MessageId: z.string().min(1).max(255),

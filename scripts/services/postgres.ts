@@ -50,7 +50,7 @@ export async function startEmbeddedPostgres(opts: {
 }
 
 /** Creates the database if it does not exist yet. */
-export async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
   const client = new Client({ connectionString: adminUrl });
   await client.connect();
   try {

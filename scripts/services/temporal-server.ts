@@ -6,9 +6,9 @@ import { startProcess, waitForPort } from './process';
 import { SA, SEARCH_ATTRIBUTE_CLI_ARGS } from '../../temporal/search-attributes';
 
 /** The CLI release that builds with `go install` (later tags carry a `replace` directive). */
-export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+const TEMPORAL_CLI_VERSION = 'v1.5.1';
 
-export function temporalCacheDir(): string {
+function temporalCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
   return path.join(base, 'mailwright', 'bin');
 }
@@ -44,7 +44,7 @@ export function resolveTemporalBinary(log: (msg: string) => void = console.log):
   return fs.existsSync(cached) ? cached : undefined;
 }
 
-export const TEMPORAL_INSTALL_HELP = [
+const TEMPORAL_INSTALL_HELP = [
   'No Temporal CLI found. Install one of:',
   `  - Go, then run again (Mailwright builds github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION} once), or`,
   '  - the `temporal` CLI on your PATH (https://docs.temporal.io/cli), or',

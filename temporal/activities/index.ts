@@ -12,5 +12,4 @@ export function createActivities(deps: ActivityDeps) {
   };
 }
 
-export type Activities = ReturnType<typeof createActivities>;
 export type { ActivityDeps };

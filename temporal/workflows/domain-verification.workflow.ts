@@ -12,7 +12,7 @@ import type { DomainActivities } from '../activities/domain.activities';
 import { checkNowUpdate, removeSignal } from '../definitions';
 import type { DomainCheckResult } from '../../domain/domains/domain.service';
 
-export interface DomainVerificationInput {
+interface DomainVerificationInput {
   projectId: string;
   domainId: string;
   /** Checks per run before the loop continues as new, which bounds the history (default 100). */

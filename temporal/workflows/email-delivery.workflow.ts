@@ -30,7 +30,7 @@ const { markEmailsFailed } = proxyActivities<EmailActivities>({
 });
 
 /** How long transient SMTP failures are retried, by default, before an email is marked FAILED. */
-export const DEFAULT_RETRY_WINDOW_MS = 24 * 3600 * 1000;
+const DEFAULT_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 
 /** Backoff between delivery attempts of the emails that got a transient failure: 5 s, 10 s, 20 s, ... 30 min. */
 export function retryDelayMs(attempt: number): number {

@@ -8,7 +8,7 @@ const { findStrandedEmails, purgeExpiredIdempotencyKeys } = proxyActivities<Emai
   retry: { initialInterval: '5 seconds', maximumInterval: '1 minute' },
 });
 
-export const STRANDED_AFTER_MS = 10 * 60_000;
+const STRANDED_AFTER_MS = 10 * 60_000;
 
 /**
  * Runs on a schedule (`email-sweeper`, every 5 minutes): emails still QUEUED 10 minutes after they were accepted are

@@ -13,7 +13,7 @@ async function list(): Promise<CapturedSummary[]> {
 }
 
 /** The raw message as the SMTP server received it, parsed. */
-export async function fetchParsed(id: string): Promise<ParsedMail> {
+async function fetchParsed(id: string): Promise<ParsedMail> {
   const res = await fetch(`${stackEnv().mailboxUrl}/messages/${id}/raw`);
   return simpleParser(Buffer.from(await res.arrayBuffer()));
 }

@@ -8,7 +8,7 @@ const { Packet } = dns2;
 const RCODE = { FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3 } as const;
 
 /** An MX record as published: `exchange` "." (or "") with priority 0 is a null MX (RFC 7505). */
-export interface MxRecord {
+interface MxRecord {
   exchange: string;
   priority: number;
 }
@@ -23,7 +23,7 @@ export interface ZoneRecords {
 }
 
 /** What the server does for one name: answer with its records (NODATA for a type it has none of), fail, or never answer. */
-export type ZoneEntry = ZoneRecords | { mode: 'servfail' | 'drop' };
+type ZoneEntry = ZoneRecords | { mode: 'servfail' | 'drop' };
 
 /** TXT character-strings are at most 255 bytes: longer values (DKIM keys) are split, as a DNS host would. */
 function chunks(value: string): string[] {
