@@ -60,6 +60,9 @@ export default async function globalSetup(): Promise<void> {
     DOMAIN_CHECK_INTERVAL: '2s',
     DOMAIN_RECHECK_INTERVAL: '2s',
     DOMAIN_DEMOTE_AFTER: '5s',
+    // A budget no test reaches by accident (schemathesis sends thousands of requests as one project); the limiter
+    // itself is tested with its own API process and a small budget (rate-limit.test.ts).
+    RATE_LIMIT_PER_MINUTE: '60000',
     SNS_CERT_URL_PATTERN: '^http://127\\.0\\.0\\.1:\\d+/', // webhooks-sns.test.ts plays SNS: certificates and SubscribeURL on loopback
     // The worker registers the probe consumer, which records every event it receives (event-outbox.test.ts).
     EVENTS_PROBE: 'true',

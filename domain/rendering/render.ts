@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { filters, Liquid, Tokenizer, type LiquidOptions, type Template, type TopLevelToken } from 'liquidjs';
 import { compile as compileHtmlToText } from 'html-to-text';
+import { Parser } from 'htmlparser2';
 import mjml2html from 'mjml';
 import { AppError } from '../errors';
 import { expandDefaults } from './defaults-sugar';
@@ -314,9 +315,31 @@ const toText = compileHtmlToText({
   ],
 });
 
-/** The plain-text part of an HTML message: links as `text [url]`, images and hidden elements skipped. */
+/**
+ * The plain-text part of an HTML message: links as `text [url]`, images and hidden elements skipped. A body with a
+ * "word" of megabytes (no whitespace in it) overflows the regex stack inside html-to-text; such a body gets a plain
+ * text part from its text nodes instead of failing the send.
+ */
 export function htmlToText(html: string): string {
-  return toText(html);
+  try {
+    return toText(html);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    return textNodesOf(html);
+  }
+}
+
+/** The text nodes of HTML (script and style left out), whitespace collapsed: the fallback text part. */
+function textNodesOf(html: string): string {
+  const parts: string[] = [];
+  let skipping = 0;
+  const parser = new Parser({
+    onopentagname: (name) => void (name === 'script' || name === 'style' ? skipping++ : undefined),
+    onclosetag: (name) => void (name === 'script' || name === 'style' ? (skipping = Math.max(0, skipping - 1)) : undefined),
+    ontext: (text) => void (skipping === 0 ? parts.push(text) : undefined),
+  }, { decodeEntities: true });
+  parser.end(html);
+  return parts.join('').replace(/[ \t]+/g, ' ').replace(/\s*\n\s*/g, '\n').trim();
 }
 
 function compileMjml(source: string, field: string): Promise<string> {
