@@ -21,3 +21,10 @@ export const Event = defineEntity({
   },
 });
 export type Event = InferEntity<typeof Event>;
+
+/** An `events` row as raw queries read and write it (domain/db/rows.ts): every column, relations as ids. */
+export type EventColumns = { [K in Exclude<keyof Event, 'project' | 'contact' | 'source'>]-?: Exclude<Event[K], undefined> } & {
+  projectId: string;
+  contactId: string;
+  source: 'TRACKED' | 'SYSTEM';
+};

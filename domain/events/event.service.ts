@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7 } from '../ids';
+import { selectList } from '../db/rows';
+import type { EventColumns } from './event.entity';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
 
 export interface NewEvent {
@@ -37,18 +39,12 @@ export async function insertEvents(em: EntityManager, events: NewEvent[]): Promi
   return recorded;
 }
 
-export interface EventRow {
-  id: string;
-  name: string;
-  contactId: string;
-  contactEmail: string;
-  data: Record<string, unknown>;
-  source: 'TRACKED' | 'SYSTEM';
-  emailId: string | null;
-  createdAt: Date;
-}
+const LISTED = ['id', 'name', 'contactId', 'data', 'source', 'emailId', 'createdAt'] as const satisfies readonly (keyof EventColumns)[];
 
-const EVENT_COLUMNS = `e.id, e.name, e.contact_id as "contactId", c.email as "contactEmail", e.data, e.source, e.email_id as "emailId", e.created_at as "createdAt"`;
+/** An event as the lists show it: its columns and its contact's email. */
+export type EventRow = Pick<EventColumns, (typeof LISTED)[number]> & { contactEmail: string };
+
+const EVENT_COLUMNS = `${selectList<EventColumns>(LISTED, 'e')}, c.email as "contactEmail"`;
 
 /** Recent events of the project, newest first; optionally one name or one contact. */
 export async function listEvents(

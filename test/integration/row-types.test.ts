@@ -3,6 +3,7 @@ import { stackEnv } from '../stack-env';
 import { db, closeDb } from '../helpers/db';
 import { columnOf, selectList } from '../../domain/db/rows';
 import type { EmailRow } from '../../domain/emails/email.entity';
+import type { EventColumns } from '../../domain/events/event.entity';
 
 /**
  * Raw queries take their row types from the entities (domain/db/rows.ts). That holds only while the entities match
@@ -27,5 +28,13 @@ test("selectList names the entity's columns: a select of every email column runs
   const { fields } = await db().query(`select ${selectList<EmailRow>(all)} from emails limit 0`);
   expect(fields.map((f) => f.name)).toEqual([...all]);
   const { rows } = await db().query<{ column_name: string }>(`select column_name from information_schema.columns where table_name = 'emails'`);
+  expect(all.map(columnOf).sort()).toEqual(rows.map((r) => r.column_name).sort());
+});
+
+test('the same for every events column', async () => {
+  const all = ['id', 'projectId', 'contactId', 'name', 'data', 'source', 'emailId', 'createdAt'] as const satisfies readonly (keyof EventColumns)[];
+  const { fields } = await db().query(`select ${selectList<EventColumns>(all)} from events limit 0`);
+  expect(fields.map((f) => f.name)).toEqual([...all]);
+  const { rows } = await db().query<{ column_name: string }>(`select column_name from information_schema.columns where table_name = 'events'`);
   expect(all.map(columnOf).sort()).toEqual(rows.map((r) => r.column_name).sort());
 });
