@@ -114,11 +114,12 @@ export class Routes {
     }
     if (def.auth === 'secret' || def.auth === 'public') middleware.push(requireApiKey(this.deps, def.auth === 'public'));
     if (def.auth === 'session') middleware.push(requireSession(this.deps));
-    // Forms are held to their field limits by the parser; the file parts a form ignores still cross the wire, so the
-    // declared length of a form is held to the JSON limit only.
-    // A multipart body is its file plus the fields and boundaries (the parser holds the file itself to its limit).
-    if (def.body && !def.rawBody) {
-      middleware.push(refuseDeclaredLength(def.multipart ? def.multipart.maxFileSize + MULTIPART_OVERHEAD : (def.bodyLimit ?? this.deps.config.limits.jsonBody)));
+    // The declared length is checked before anything is read. A multipart body is its file plus the fields and
+    // boundaries (the parser holds the file itself to its limit); a form is held to its field limits by the parser,
+    // but the file parts it ignores still cross the wire, so its declared length is held to the JSON limit only.
+    if (def.body) {
+      const declaredLimit = def.rawBody?.maxBytes ?? (def.multipart ? def.multipart.maxFileSize + MULTIPART_OVERHEAD : (def.bodyLimit ?? this.deps.config.limits.jsonBody));
+      middleware.push(refuseDeclaredLength(declaredLimit));
     }
     if (def.body && def.multipart) middleware.push(multipartBody(def.multipart.maxFileSize));
     else if (def.body && def.form) middleware.push(formBody());
@@ -335,11 +336,10 @@ function formBody(): Koa.Middleware<AppState> {
   }) as unknown as Koa.Middleware<AppState>;
 }
 
-/** The body as a UTF-8 string, read up to `maxBytes` (a larger declared or actual length: 413). */
+/** The body as a UTF-8 string, read up to `maxBytes` (a larger actual length: 413; the declared one is checked before). */
 function rawTextBody(maxBytes: number): Koa.Middleware<AppState> {
   const tooLarge = () => new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${maxBytes} bytes`);
   return async (ctx, next) => {
-    if (Number(ctx.get('content-length') || 0) > maxBytes) throw tooLarge();
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of ctx.req as AsyncIterable<Buffer>) {

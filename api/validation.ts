@@ -65,9 +65,6 @@ export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'tr
 /** How deep free-form JSON (contact data, event data, filters) may nest; a body deeper than this is refused whole. */
 const MAX_INPUT_DEPTH = 32;
 
-/** Lone UTF-16 surrogates (half of a pair) cannot be stored as UTF-8; `isWellFormed` finds them without a regex. */
-const hasNul = (s: string) => s.includes('\u0000');
-
 /**
  * One check that every request input passes before its schema sees it (body, query and path parameters, and the keys
  * and values inside free-form objects): no NUL characters and no lone surrogates in any text (Postgres cannot store
@@ -78,7 +75,8 @@ export function inputProblems(value: unknown, prefix: string[] = []): FieldError
   const problems: FieldError[] = [];
   const field = (path: (string | number)[]) => [...prefix, ...path.map(String)].join('.') || '(body)';
   const text = (s: string, path: (string | number)[], what: string) => {
-    if (hasNul(s)) problems.push({ field: field(path), message: `${what} must not contain NUL (U+0000) characters`, code: 'invalid_characters' });
+    if (s.includes('\u0000')) problems.push({ field: field(path), message: `${what} must not contain NUL (U+0000) characters`, code: 'invalid_characters' });
+    // Lone UTF-16 surrogates (half of a pair) cannot be stored as UTF-8; `isWellFormed` finds them without a regex.
     else if (!s.isWellFormed()) problems.push({ field: field(path), message: `${what} must not contain unpaired UTF-16 surrogates`, code: 'invalid_characters' });
   };
   const walk = (v: unknown, path: (string | number)[], depth: number): void => {

@@ -10,12 +10,15 @@ export const CONTROL = '\\u0000-\\u001f\\u007f-\\u009f';
 /** Exactly the characters JavaScript's `\s` matches (line terminators and Unicode spaces included). */
 export const SPACE = '\\u0009-\\u000d\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 
+/** `text` with the characters that mean something in a pattern escaped. */
+const escapePattern = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+
 /** `word` as a case-insensitive pattern without flags: `ab.` -> `[aA][bB]\.` (special characters escaped). */
 export function caseInsensitive(word: string): string {
-  return word.replace(/[a-zA-Z]|[^a-zA-Z0-9]/g, (c) => (/[a-zA-Z]/.test(c) ? `[${c.toLowerCase()}${c.toUpperCase()}]` : c.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')));
+  return escapePattern(word).replace(/[a-zA-Z]/g, (c) => `[${c.toLowerCase()}${c.toUpperCase()}]`);
 }
 
 /** A pattern that matches exactly `words` (escaped), for a negative lookahead. */
 export function alternatives(words: Iterable<string>): string {
-  return [...words].map((w) => w.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|');
+  return [...words].map(escapePattern).join('|');
 }
