@@ -113,6 +113,9 @@ const schema = z
     OUTBOX_POLL_INTERVAL: duration(50).default(5_000),
     OUTBOX_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
     OUTBOX_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(12),
+    CAMPAIGN_SEND_RATE: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    CAMPAIGN_PARTITIONS: z.coerce.number().int().min(1).max(64).default(2),
+    CAMPAIGN_CHUNK_SIZE: z.coerce.number().int().min(1).max(5_000).default(250),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -173,6 +176,15 @@ function buildConfig(env: z.infer<typeof schema>) {
       urlPattern: env.SNS_CERT_URL_PATTERN,
       /** Bound on fetching a signing certificate or confirming a subscription. */
       httpTimeoutMs: env.SNS_HTTP_TIMEOUT,
+    },
+    /** Campaign sends (domain/campaigns/campaign-send.ts). */
+    campaigns: {
+      /** Emails per second per campaign unless the project sets `campaignSendRate`; 0 = unthrottled (self-hosting default). */
+      sendRate: env.CAMPAIGN_SEND_RATE,
+      /** Parallel send activities per campaign, each over its own share of the recipients (spreads over workers). */
+      partitions: env.CAMPAIGN_PARTITIONS,
+      /** Recipients one send activity reads, renders and sends per round. */
+      chunkSize: env.CAMPAIGN_CHUNK_SIZE,
     },
     /** The event outbox (domain/events/event-dispatcher.ts) and the consumers every process registers. */
     events: {

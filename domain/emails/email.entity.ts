@@ -17,7 +17,17 @@ export interface Address {
 export const Email = defineEntity({
   name: 'Email',
   tableName: 'emails',
-  indexes: [{ properties: ['project', 'createdAt'] }, { properties: ['contact', 'createdAt'] }, { properties: ['status'] }],
+  indexes: [
+    { properties: ['project', 'createdAt'] },
+    { properties: ['contact', 'createdAt'] },
+    { properties: ['status'] },
+    // A campaign's recipients: one row per (campaign, contact) (the snapshot's dedupe), scanned in contact order by
+    // the send activity. Partial, so transactional mail pays nothing for it.
+    {
+      name: 'emails_campaign_id_contact_id_unique',
+      expression: 'create unique index "emails_campaign_id_contact_id_unique" on "emails" ("campaign_id", "contact_id") where "campaign_id" is not null',
+    },
+  ],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
     project: () => p.manyToOne(Project).deleteRule('cascade'),
@@ -45,6 +55,8 @@ export const Email = defineEntity({
     deliveredAt: p.datetime().nullable(),
     /** The template it was rendered from; no foreign key, so deleting a template keeps its sent mail's history. */
     templateId: p.uuid().nullable(),
+    /** The campaign this message belongs to; its body is rendered at send time and not stored (`html` is empty). */
+    campaignId: p.uuid().nullable(),
     firstOpenedAt: p.datetime().nullable(),
     firstClickedAt: p.datetime().nullable(),
     openCount: p.integer().default(0),

@@ -7,9 +7,11 @@ export interface ProjectSettings {
   trackClicks: boolean;
   /** The response variant of this project's secret-key requests without the variant header (SPEC.md › Versioning). */
   responseVariant: 'current' | 'earlier';
+  /** Campaign emails per second for this project; null = the deployment's CAMPAIGN_SEND_RATE (0 there = unthrottled). */
+  campaignSendRate: number | null;
 }
 
-export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = { trackOpens: true, trackClicks: true, responseVariant: 'current' };
+export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = { trackOpens: true, trackClicks: true, responseVariant: 'current', campaignSendRate: null };
 
 /**
  * The column's default, as migrated. Settings added later are not in it: every read merges DEFAULT_PROJECT_SETTINGS

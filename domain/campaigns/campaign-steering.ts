@@ -1,0 +1,226 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError, conflict, notFound, validationError } from '../errors';
+import { preparedQuery } from '../prepared';
+import { selectList } from '../db/rows';
+import { logger } from '../logger';
+import { persistThenStart } from '../workflow-start';
+import { assertSenderDomain } from '../domains/domain.service';
+import { parseFilter } from '../filters';
+import { CAMPAIGN_COLUMNS, type CampaignRow, type CampaignStatus } from './campaign.entity';
+
+/**
+ * Sending, scheduling and steering a campaign. The database is the truth of a campaign's status: every change is
+ * one conditional UPDATE (two identical requests cannot both win), and the `campaign-send/<id>` workflow reads the
+ * status before each round of sending. Signals only wake the workflow early, so a lost signal delays, never
+ * misdirects. Temporal's own view is mirrored back by `mirrorTemporal` (a run cancelled or terminated in Web UI).
+ */
+
+/** What the API needs of Temporal for campaigns (TemporalGateway implements it; tests may double it). */
+export interface CampaignSendControl {
+  startCampaignSend(input: { projectId: string; campaignId: string; scheduledFor: string | null }): Promise<string>;
+  /** Wakes a scheduled run to re-read its time. */
+  rescheduleCampaignSend(input: { campaignId: string; scheduledFor: string }): Promise<void>;
+  signalCampaignSend(input: { campaignId: string; signal: 'pause' | 'resume' }): Promise<void>;
+  /** Requests cancellation of the run; a run that is not there is fine. */
+  cancelCampaignSend(input: { campaignId: string }): Promise<void>;
+  /** The run's Temporal status (`RUNNING`, `COMPLETED`, `CANCELLED`, `TERMINATED`, `FAILED`, `TIMED_OUT`, ...), null if none. */
+  campaignSendStatus(input: { campaignId: string }): Promise<string | null>;
+}
+
+const RETURNING = selectList<CampaignRow>(CAMPAIGN_COLUMNS);
+
+/** A campaign of the project (404 otherwise). */
+export async function campaignRow(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
+  const [row] = await preparedQuery<CampaignRow>(em, 'campaign_row', `select ${RETURNING} from campaigns where id = $1 and project_id = $2`, [id, projectId]);
+  if (!row) throw notFound('Campaign');
+  return row;
+}
+
+/**
+ * Moves a campaign from one of `from` to `to` (with extra assignments), atomically. Null when the campaign is in
+ * another status now (the caller answers 409 with what it is).
+ */
+async function transition(
+  em: EntityManager,
+  projectId: string,
+  id: string,
+  from: readonly CampaignStatus[],
+  to: CampaignStatus,
+  extra: { scheduledAt?: Date | null; workflowId?: string | null; finished?: boolean; reason?: string | null } = {},
+): Promise<CampaignRow | null> {
+  const [row] = await preparedQuery<CampaignRow>(
+    em,
+    'campaign_transition',
+    `update campaigns set status = $4,
+       scheduled_at = case when $5::boolean then $6::timestamptz else scheduled_at end,
+       workflow_id = case when $7::boolean then $8 else workflow_id end,
+       finished_at = case when $9::boolean then now() else finished_at end,
+       status_reason = case when $10::boolean then $11 else status_reason end,
+       updated_at = now()
+     where id = $1 and project_id = $2 and status = any($3::text[])
+     returning ${RETURNING}`,
+    [
+      id,
+      projectId,
+      from,
+      to,
+      extra.scheduledAt !== undefined,
+      extra.scheduledAt ?? null,
+      extra.workflowId !== undefined,
+      extra.workflowId ?? null,
+      extra.finished === true,
+      extra.reason !== undefined,
+      extra.reason ?? null,
+    ],
+  );
+  return row ?? null;
+}
+
+async function wrongStatus(em: EntityManager, projectId: string, id: string, action: string, allowed: readonly CampaignStatus[]): Promise<never> {
+  const now = await campaignRow(em, projectId, id); // 404 when it is gone
+  throw conflict('CAMPAIGN_STATE', `Cannot ${action} a ${now.status} campaign (only ${allowed.join(' or ')})`);
+}
+
+/**
+ * What a send needs before it may start: content (inline subject and body, or a template that exists), a verified
+ * sender domain, and an audience that resolves (the segment exists; the filter is valid). 422/403 otherwise.
+ */
+export async function assertSendable(em: EntityManager, c: CampaignRow): Promise<void> {
+  if (c.templateId) {
+    const [t] = await preparedQuery<{ id: string }>(em, 'campaign_template_exists', 'select id from templates where id = $1 and project_id = $2', [c.templateId, c.projectId]);
+    if (!t) throw validationError([{ field: 'templateId', message: 'The template no longer exists', code: 'not_found' }]);
+  } else if (!c.subject || !c.body) {
+    throw validationError([{ field: c.subject ? 'body' : 'subject', message: 'Required to send (or set templateId)', code: 'required' }]);
+  }
+  await assertSenderDomain(em, c.projectId, c.fromEmail);
+  if (c.audienceType === 'SEGMENT') {
+    const [s] = c.segmentId
+      ? await preparedQuery<{ id: string }>(em, 'campaign_segment_exists', 'select id from segments where id = $1 and project_id = $2', [c.segmentId, c.projectId])
+      : [];
+    if (!s) throw validationError([{ field: 'segmentId', message: 'The segment no longer exists', code: 'not_found' }]);
+  }
+  if (c.audienceType === 'FILTERED') {
+    const parsed = parseFilter(c.audienceFilter);
+    if (!parsed.ok) throw validationError(parsed.issues.map((i) => ({ field: ['audienceFilter', ...i.path].join('.'), message: i.message, code: i.code })));
+  }
+}
+
+/**
+ * `POST /campaigns/:id/send`: a DRAFT becomes SENDING (now) or SCHEDULED (`scheduledFor`, which must be in the
+ * future), and its `campaign-send/<id>` workflow starts. If Temporal cannot be reached the campaign is a DRAFT again
+ * and the caller gets 503.
+ */
+export async function sendCampaign(
+  em: EntityManager,
+  control: CampaignSendControl,
+  projectId: string,
+  id: string,
+  opts: { scheduledFor?: Date; now?: Date } = {},
+): Promise<CampaignRow> {
+  const c = await campaignRow(em, projectId, id);
+  if (c.status !== 'DRAFT') throw conflict('CAMPAIGN_STATE', `Only a DRAFT campaign can be sent; this one is ${c.status}`, 'Duplicate it to send the same content again.');
+  const now = opts.now ?? new Date();
+  if (opts.scheduledFor && opts.scheduledFor.getTime() <= now.getTime()) {
+    throw validationError([{ field: 'scheduledFor', message: 'Must be in the future (omit it to send now)', code: 'in_past' }]);
+  }
+  await assertSendable(em, c);
+  const workflowId = `campaign-send/${id}`;
+  return persistThenStart({
+    persist: async () => {
+      const row = await transition(em, projectId, id, ['DRAFT'], opts.scheduledFor ? 'SCHEDULED' : 'SENDING', {
+        scheduledAt: opts.scheduledFor ?? null,
+        workflowId,
+        reason: null,
+      });
+      if (!row) return wrongStatus(em, projectId, id, 'send', ['DRAFT']);
+      await preparedQuery(em, 'campaign_stats_init', 'insert into campaign_stats (campaign_id) values ($1) on conflict do nothing', [id]);
+      return row;
+    },
+    start: () => control.startCampaignSend({ projectId, campaignId: id, scheduledFor: opts.scheduledFor?.toISOString() ?? null }),
+    compensate: () => transition(em, projectId, id, ['SENDING', 'SCHEDULED'], 'DRAFT', { scheduledAt: null, workflowId: null }),
+    unavailable: 'The campaign could not be started (Temporal is unavailable); it is still a DRAFT',
+    log: { projectId, campaignId: id },
+  });
+}
+
+/** Moves a SCHEDULED campaign's time (PUT/PATCH with `scheduledAt`); the run is woken to re-read it. */
+export async function rescheduleCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string, at: Date, now = new Date()): Promise<CampaignRow> {
+  if (at.getTime() <= now.getTime()) throw validationError([{ field: 'scheduledAt', message: 'Must be in the future', code: 'in_past' }]);
+  const row = (await transition(em, projectId, id, ['SCHEDULED'], 'SCHEDULED', { scheduledAt: at })) ?? (await wrongStatus(em, projectId, id, 'reschedule', ['SCHEDULED']));
+  await wake(() => control.rescheduleCampaignSend({ campaignId: id, scheduledFor: at.toISOString() }), id);
+  return row;
+}
+
+/** SENDING -> PAUSED: the send stops after the round in progress (at most one chunk per partition). */
+export async function pauseCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
+  const row = (await transition(em, projectId, id, ['SENDING'], 'PAUSED')) ?? (await wrongStatus(em, projectId, id, 'pause', ['SENDING']));
+  await wake(() => control.signalCampaignSend({ campaignId: id, signal: 'pause' }), id);
+  return row;
+}
+
+/** PAUSED -> SENDING: the rest of the snapshot is sent, each recipient once. */
+export async function resumeCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
+  const row = (await transition(em, projectId, id, ['PAUSED'], 'SENDING')) ?? (await wrongStatus(em, projectId, id, 'resume', ['PAUSED']));
+  await wake(() => control.signalCampaignSend({ campaignId: id, signal: 'resume' }), id);
+  return row;
+}
+
+/** SCHEDULED, SENDING or PAUSED -> CANCELLED. What was sent stays sent; the rest is marked CANCELLED by the run. */
+export async function cancelCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
+  const allowed = ['SCHEDULED', 'SENDING', 'PAUSED'] as const;
+  const row =
+    (await transition(em, projectId, id, allowed, 'CANCELLED', { finished: true, reason: 'Cancelled through the API' })) ??
+    (await wrongStatus(em, projectId, id, 'cancel', allowed));
+  await wake(() => control.cancelCampaignSend({ campaignId: id }), id);
+  return row;
+}
+
+/**
+ * A wake-up of the run. The status change is committed and the run reads it at its next round anyway, so a failed
+ * wake-up is logged, not reported: the request did what it says.
+ */
+async function wake(call: () => Promise<void>, campaignId: string): Promise<void> {
+  try {
+    await call();
+  } catch (err) {
+    logger.warn({ err, campaignId }, 'could not signal the campaign-send workflow; it will see the change at its next round');
+  }
+}
+
+const CLOSED_AS_FAILED = new Set(['TERMINATED', 'FAILED', 'TIMED_OUT']);
+
+/**
+ * Mirrors Temporal into the API: an active campaign whose run was terminated (or failed, or timed out) in Temporal
+ * becomes FAILED, one whose run was cancelled there becomes CANCELLED (the run normally records that itself).
+ * Called when campaigns are read, so an operator's action in Web UI shows at the next read. Returns the rows as
+ * they are now. A Temporal that cannot be asked leaves the rows as stored.
+ */
+export async function mirrorTemporal(em: EntityManager, control: CampaignSendControl, rows: CampaignRow[]): Promise<CampaignRow[]> {
+  return Promise.all(
+    rows.map(async (c) => {
+      if (c.status !== 'SCHEDULED' && c.status !== 'SENDING' && c.status !== 'PAUSED') return c;
+      let status: string | null;
+      try {
+        status = await control.campaignSendStatus({ campaignId: c.id });
+      } catch (err) {
+        logger.warn({ err, campaignId: c.id }, 'could not read the campaign-send workflow status');
+        return c;
+      }
+      if (status === 'CANCELLED') {
+        return (await transition(em, c.projectId, c.id, ['SCHEDULED', 'SENDING', 'PAUSED'], 'CANCELLED', { finished: true, reason: 'Cancelled in Temporal' })) ?? c;
+      }
+      if (status && CLOSED_AS_FAILED.has(status)) {
+        const reason = `The campaign-send workflow was ${status.toLowerCase().replace('_', ' ')} in Temporal`;
+        return (await transition(em, c.projectId, c.id, ['SCHEDULED', 'SENDING', 'PAUSED'], 'FAILED', { finished: true, reason })) ?? c;
+      }
+      return c;
+    }),
+  );
+}
+
+/** 409 CAMPAIGN_ACTIVE unless the campaign may be deleted (not SCHEDULED, SENDING or PAUSED). */
+export function assertNotActive(c: Pick<CampaignRow, 'status'>): void {
+  if (c.status === 'SCHEDULED' || c.status === 'SENDING' || c.status === 'PAUSED') {
+    throw new AppError(409, 'CAMPAIGN_ACTIVE', `The campaign is ${c.status}`, { suggestion: 'Cancel it first (POST /campaigns/:id/cancel).' });
+  }
+}
