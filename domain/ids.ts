@@ -47,3 +47,6 @@ export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 export function randomHex(bytes: number): string {
   return random(bytes).toString('hex');
 }
+
+/** A UUIDv7 computed in SQL (Postgres 17 has no uuidv7()): the v4 random bits with the millisecond clock in front. */
+export const SQL_UUIDV7 = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`;

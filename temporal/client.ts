@@ -3,8 +3,9 @@ import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/com
 import type { Config } from '../domain/config';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
+import type { CampaignSendControl } from '../domain/campaigns/campaign-steering';
 import type * as workflows from './workflows';
-import { checkNowUpdate, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
+import { campaignWakeSignal, checkNowUpdate, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
 const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
@@ -20,7 +21,7 @@ export const MAX_DELIVERY_BATCH = 40;
  * business ids, so a retry of the same start is recognised: "already started" counts as success), and starts are
  * typed by the workflow function.
  */
-export class TemporalGateway {
+export class TemporalGateway implements CampaignSendControl {
   private constructor(
     readonly client: Client,
     private readonly connection: Connection,
@@ -81,11 +82,7 @@ export class TemporalGateway {
 
   /** Ends a domain's verification loop (the `remove` signal); a loop that is not running is fine. */
   async stopDomainVerification(input: { domainId: string }): Promise<void> {
-    try {
-      await this.client.workflow.getHandle(workflowIds.domainVerification(input.domainId)).signal(removeSignal);
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-    }
+    await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowIds.domainVerification(input.domainId)).signal(removeSignal));
   }
 
   /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */
@@ -101,8 +98,41 @@ export class TemporalGateway {
   /** Requests cancellation of a contact job's workflow; one that is not running (ended, never started) is fine. */
   async cancelContactJob(input: { kind: 'import' | 'bulk'; jobId: string }): Promise<void> {
     const workflowId = input.kind === 'import' ? workflowIds.contactImport(input.jobId) : workflowIds.contactBulk(input.jobId);
+    await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowId).cancel());
+  }
+
+  /** Starts `campaign-send/<campaignId>`; one already running counts as started. */
+  async startCampaignSend(input: { projectId: string; campaignId: string; scheduledFor: string | null }): Promise<string> {
+    return this.startOnce('campaignSend', workflowIds.campaignSend(input.campaignId), [input], [
+      { key: SA.ProjectId, value: input.projectId },
+      { key: SA.CampaignId, value: input.campaignId },
+    ]);
+  }
+
+  /** Wakes a campaign's run to re-read the campaign; a run that is not there is fine (it reads the change when it starts). */
+  async wakeCampaignSend(input: { campaignId: string }): Promise<void> {
+    await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowIds.campaignSend(input.campaignId)).signal(campaignWakeSignal));
+  }
+
+  /** Requests cancellation of a campaign's run; one that is not running is fine. */
+  async cancelCampaignSend(input: { campaignId: string }): Promise<void> {
+    await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowIds.campaignSend(input.campaignId)).cancel());
+  }
+
+  /** The Temporal status of a campaign's latest run (`RUNNING`, `COMPLETED`, `CANCELLED`, `TERMINATED`, ...), null when there is none. */
+  async campaignSendStatus(input: { campaignId: string }): Promise<string | null> {
     try {
-      await this.client.workflow.getHandle(workflowId).cancel();
+      const d = await this.client.workflow.getHandle(workflowIds.campaignSend(input.campaignId)).describe();
+      return d.status.name;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return null;
+      throw err;
+    }
+  }
+
+  private async ignoreNotFound(call: () => Promise<unknown>): Promise<void> {
+    try {
+      await call();
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }

@@ -18,6 +18,7 @@ export const workflowIds = {
   domainVerification: (domainId: string) => `domain-verification/${domainId}`,
   contactImport: (jobId: string) => `contact-import/${jobId}`,
   contactBulk: (jobId: string) => `contact-bulk/${jobId}`,
+  campaignSend: (campaignId: string) => `campaign-send/${campaignId}`,
 };
 
 /** The schedule that starts `emailSweeper` every 5 minutes. */
@@ -27,3 +28,5 @@ export const EMAIL_SWEEPER_SCHEDULE_ID = 'email-sweeper';
 export const checkNowUpdate = defineUpdate<DomainCheckResult>('checkNow');
 /** domainVerification: the domain was removed; the loop ends. */
 export const removeSignal = defineSignal('remove');
+/** campaignSend: the campaign changed (a new time, a pause, a resume); the run re-reads it from the database. */
+export const campaignWakeSignal = defineSignal('wake');

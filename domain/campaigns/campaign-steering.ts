@@ -18,9 +18,8 @@ import { CAMPAIGN_COLUMNS, type CampaignRow, type CampaignStatus } from './campa
 /** What the API needs of Temporal for campaigns (TemporalGateway implements it; tests may double it). */
 export interface CampaignSendControl {
   startCampaignSend(input: { projectId: string; campaignId: string; scheduledFor: string | null }): Promise<string>;
-  /** Wakes a scheduled run to re-read its time. */
-  rescheduleCampaignSend(input: { campaignId: string; scheduledFor: string }): Promise<void>;
-  signalCampaignSend(input: { campaignId: string; signal: 'pause' | 'resume' }): Promise<void>;
+  /** Wakes the run to re-read its campaign (a new time, a pause, a resume): the database says what changed. */
+  wakeCampaignSend(input: { campaignId: string }): Promise<void>;
   /** Requests cancellation of the run; a run that is not there is fine. */
   cancelCampaignSend(input: { campaignId: string }): Promise<void>;
   /** The run's Temporal status (`RUNNING`, `COMPLETED`, `CANCELLED`, `TERMINATED`, `FAILED`, `TIMED_OUT`, ...), null if none. */
@@ -147,21 +146,21 @@ export async function sendCampaign(
 export async function rescheduleCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string, at: Date, now = new Date()): Promise<CampaignRow> {
   if (at.getTime() <= now.getTime()) throw validationError([{ field: 'scheduledAt', message: 'Must be in the future', code: 'in_past' }]);
   const row = (await transition(em, projectId, id, ['SCHEDULED'], 'SCHEDULED', { scheduledAt: at })) ?? (await wrongStatus(em, projectId, id, 'reschedule', ['SCHEDULED']));
-  await wake(() => control.rescheduleCampaignSend({ campaignId: id, scheduledFor: at.toISOString() }), id);
+  await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;
 }
 
 /** SENDING -> PAUSED: the send stops after the round in progress (at most one chunk per partition). */
 export async function pauseCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
   const row = (await transition(em, projectId, id, ['SENDING'], 'PAUSED')) ?? (await wrongStatus(em, projectId, id, 'pause', ['SENDING']));
-  await wake(() => control.signalCampaignSend({ campaignId: id, signal: 'pause' }), id);
+  await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;
 }
 
 /** PAUSED -> SENDING: the rest of the snapshot is sent, each recipient once. */
 export async function resumeCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
   const row = (await transition(em, projectId, id, ['PAUSED'], 'SENDING')) ?? (await wrongStatus(em, projectId, id, 'resume', ['PAUSED']));
-  await wake(() => control.signalCampaignSend({ campaignId: id, signal: 'resume' }), id);
+  await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;
 }
 

@@ -24,15 +24,11 @@ export type DeliveryOutcome =
 type ClaimedEmail = Pick<
   EmailRow,
   'id' | 'projectId' | 'contactId' | 'kind' | 'attachmentIds' | 'toEmail' | 'toName' | 'fromEmail' | 'fromName' | 'replyTo' | 'subject' | 'html' | 'text' | 'headers'
-> & {
-  /** The contact's subscription now (null: the contact was deleted). */
-  subscribed: boolean | null;
-  /** Set when the sender domain is VERIFIED and has a DKIM key (see the claim query). */
-  dkimDomainId: string | null;
-  dkimDomain: string | null;
-  dkimSelector: string | null;
-  dkimPrivateKey: string | null;
-};
+> &
+  SealedDkimKey & {
+    /** The contact's subscription now (null: the contact was deleted). */
+    subscribed: boolean | null;
+  };
 
 const CLAIMED_COLUMNS = [
   'id', 'projectId', 'contactId', 'kind', 'attachmentIds', 'toEmail', 'toName', 'fromEmail', 'fromName', 'replyTo', 'subject', 'html', 'text', 'headers',
@@ -41,11 +37,26 @@ const CLAIMED_COLUMNS = [
 /** Decrypted DKIM keys by domain id and ciphertext (a domain's key never changes; a re-added domain has a new id). */
 const dkimKeys = new LruCache<string>({ maxEntries: 1_000, maxWeight: 1_000 });
 
+/** A sender domain's sealed DKIM key, as the claim queries bring it along. */
+export interface SealedDkimKey {
+  dkimDomainId: string | null;
+  dkimDomain: string | null;
+  dkimSelector: string | null;
+  dkimPrivateKey: string | null;
+}
+
+/** nodemailer's DKIM options. */
+export interface DkimOptions {
+  domainName: string;
+  keySelector: string;
+  privateKey: string;
+}
+
 /**
- * nodemailer's DKIM options for a claimed email, or undefined when its sender domain has no key (the dev seed, or a
- * domain no longer VERIFIED). Throws when the stored key cannot be decrypted (APP_SECRET changed).
+ * nodemailer's DKIM options for a sender domain's key, or undefined when there is none (the dev seed, or a domain no
+ * longer VERIFIED). Throws when the stored key cannot be decrypted (APP_SECRET changed).
  */
-function dkimFor(row: ClaimedEmail, box: SecretBox): { domainName: string; keySelector: string; privateKey: string } | undefined {
+export function dkimFor(row: SealedDkimKey, box: SecretBox): DkimOptions | undefined {
   if (!row.dkimDomainId || !row.dkimDomain || !row.dkimSelector || !row.dkimPrivateKey) return undefined;
   const cacheKey = `${row.dkimDomainId}.${row.dkimPrivateKey.split('.')[2] ?? ''}`;
   let privateKey = dkimKeys.get(cacheKey);
@@ -57,14 +68,14 @@ function dkimFor(row: ClaimedEmail, box: SecretBox): { domainName: string; keySe
 }
 
 /** Nodemailer's error for a reply the SMTP server gave (`responseCode`) or a connection problem (`code`). */
-interface SmtpError extends Error {
+export interface SmtpError extends Error {
   responseCode?: number;
   response?: string;
   code?: string;
 }
 
 /** A 5xx SMTP reply is permanent; everything else (4xx, timeouts, refused connections) is worth retrying. */
-function isPermanentSmtpFailure(err: unknown): boolean {
+export function isPermanentSmtpFailure(err: unknown): boolean {
   const code = (err as SmtpError).responseCode;
   return typeof code === 'number' && code >= 500;
 }

@@ -93,7 +93,12 @@ export function buildMime(msg: MimeMessage): string {
   if (msg.replyTo) headers.push(header('Reply-To', msg.replyTo));
   headers.push(header('Subject', msg.subject), header('Message-ID', msg.messageId), header('Date', msg.date ?? new Date()), 'MIME-Version: 1.0');
   // Like nodemailer, a header whose value is blank is left out.
-  for (const [key, value] of Object.entries(msg.headers ?? {})) if (value.trim()) headers.push(header(key, value));
+  for (const [key, value] of Object.entries(msg.headers ?? {})) {
+    if (!value.trim()) continue;
+    // List-* headers (RFC 2369, 2919) are structured: an encoded word would hide the <id> or <url> from readers, and
+    // nodemailer encodes any value with a long unbroken token. Printable ASCII goes as is, folded.
+    headers.push(/^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLines(`${key}: ${value}`, 76) : header(key, value));
+  }
   // `body` starts with its own Content-Type (and for a single part its encoding): those close the header block.
   return `${headers.join('\r\n')}\r\n${body}\r\n`;
 }

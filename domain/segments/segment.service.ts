@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { compileFilter, pgTextArray, type CompiledFilter, type Filter } from '../filters';
 import { AppError, conflict, notFound, validationError } from '../errors';
-import { uuidv7 } from '../ids';
+import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { normalizeEmail } from '../contacts/email-address';
 import type { ContactRow } from '../contacts/contact.repository';
 import { slugify } from './segment-slug';
@@ -29,8 +29,6 @@ const COLUMNS = `id, name, slug, description, type, condition, track_membership 
   counted_at as "countedAt", computed_at as "computedAt", created_at as "createdAt", updated_at as "updatedAt"`;
 const CONTACT_COLUMNS = 'c.id, c.email, c.subscribed, c.data, c.created_at as "createdAt", c.updated_at as "updatedAt"';
 
-/** A UUIDv7 computed in SQL (Postgres 17 has no uuidv7()): the v4 random bits with the millisecond clock in front. */
-const SQL_UUIDV7 = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`;
 
 const row = (r: SegmentRow): SegmentRow => ({ ...r, memberCount: Number(r.memberCount) });
 

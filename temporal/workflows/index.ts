@@ -4,3 +4,4 @@ export { emailSweeper } from './email-sweeper.workflow';
 export { domainVerification } from './domain-verification.workflow';
 export { contactImport } from './contact-import.workflow';
 export { contactBulk } from './contact-bulk.workflow';
+export { campaignSend } from './campaign-send.workflow';

@@ -96,4 +96,12 @@ describe('buildMime', () => {
     const boundary = (m: string) => /boundary="([^"]+)"/.exec(m)![1];
     expect(boundary(raw)).not.toBe(boundary(buildMime(base)));
   });
+
+  test('List-Id with a long list identifier stays readable (folded, never an encoded word)', async () => {
+    const listId = `"Spring news" <${'0'.repeat(36)}.campaigns.news.example.com>`;
+    const raw = buildMime({ ...base, headers: { 'List-Id': listId } });
+    expect(raw).not.toMatch(/^List-Id: =\?/im);
+    const mail = await simpleParser(raw);
+    expect(mail.headerLines.find((h) => h.key === 'list-id')!.line.replace(/\r\n /g, ' ')).toBe(`List-Id: ${listId}`);
+  });
 });

@@ -1,0 +1,527 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { PoolClient } from 'pg';
+import type { Transporter } from 'nodemailer';
+import type { Config } from '../config';
+import { preparedQuery } from '../prepared';
+import { selectList } from '../db/rows';
+import { SQL_UUIDV7, uuidv7 } from '../ids';
+import { logger } from '../logger';
+import { withTransaction } from '../jobs/job.service';
+import { toPositional } from '../filters';
+import { AppError } from '../errors';
+import { emailDomain } from '../contacts/email-address';
+import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
+import { assertSenderDomain } from '../domains/domain.service';
+import type { SecretBox } from '../domains/secret-box';
+import { dkimFor, isPermanentSmtpFailure, type DkimOptions, type SealedDkimKey, type SmtpError } from '../emails/delivery';
+import { buildMime } from '../mail/mime';
+import { composeEmail, mimeMessageOf, prepareMessage, resolveMessage, type PreparedMessage, type TemplateParts } from '../compose/composer';
+import { audienceWhere } from './audience';
+import { CAMPAIGN_COLUMNS, type CampaignRow, type CampaignStatus } from './campaign.entity';
+
+/**
+ * The send engine of a campaign, as the `campaign-send/<id>` workflow's activities call it.
+ *
+ * - `beginCampaignSend` (once the scheduled time is reached): fixes what is sent (`send_content`) and snapshots the
+ *   audience as one QUEUED `emails` row per contact (no body), in one transaction. Idempotent: a retry finds the
+ *   snapshot taken.
+ * - `sendCampaignPartition` walks one share of the snapshot in contact order, a chunk at a time: it reads the chunk
+ *   with each contact's current data and subscription, renders each message (the per-template work was done once by
+ *   `prepareMessage`), sends it over the pooled SMTP transport and records the outcomes within milliseconds of each
+ *   SMTP reply. A row leaves QUEUED only when its outcome is recorded, and only one activity walks a share at a time,
+ *   so a retried activity (a killed worker) sends again exactly the rows whose outcome was not recorded: the
+ *   messages in flight at the crash, and those answered in the last few milliseconds. They carry the same
+ *   Message-ID (from the row id), so receivers can de-duplicate them.
+ * - `finishCampaignSend` settles the rows left over and the campaign's final status.
+ */
+
+/** What the campaign sends, fixed when sending starts (`campaigns.send_content`). */
+export interface SendContent {
+  subject: string;
+  body: string;
+  templateId: string | null;
+  fromEmail: string;
+  fromName: string | null;
+  replyTo: string | null;
+  trackOpens: boolean;
+  trackClicks: boolean;
+}
+
+export type BeginResult =
+  | { state: 'started'; audience: number }
+  /** Not yet: the (moved) time to wait for. */
+  | { state: 'wait'; scheduledAt: string }
+  /** Nothing to send: the campaign is cancelled, failed or already finished. */
+  | { state: 'ended'; status: CampaignStatus };
+
+const CAMPAIGN_SELECT = selectList<CampaignRow>(CAMPAIGN_COLUMNS);
+
+/**
+ * Starts sending once the time has come: SCHEDULED (time reached) becomes SENDING, and the content and audience are
+ * fixed. A campaign that can no longer be sent (its template deleted, its sender domain no longer verified) becomes
+ * FAILED with the reason.
+ */
+export async function beginCampaignSend(em: EntityManager, campaignId: string, now = new Date()): Promise<BeginResult> {
+  const failure = await withTransaction(em, async (tx): Promise<BeginResult | { fail: string }> => {
+    const { rows } = await tx.query<CampaignRow>(`select ${CAMPAIGN_SELECT} from campaigns where id = $1 for update`, [campaignId]);
+    const c = rows[0];
+    if (!c) return { state: 'ended', status: 'CANCELLED' }; // deleted: there is nothing to send
+    if (c.status === 'SCHEDULED') {
+      // Raw rows carry timestamps as the driver gives them (MikroORM's pg setup returns text).
+      const at = c.scheduledAt ? new Date(c.scheduledAt) : null;
+      if (at && at.getTime() > now.getTime()) return { state: 'wait', scheduledAt: at.toISOString() };
+    } else if (c.status !== 'SENDING' && c.status !== 'PAUSED') {
+      return { state: 'ended', status: c.status };
+    }
+    if (c.sendContent) return { state: 'started', audience: c.audienceSize ?? 0 };
+    let content: SendContent;
+    try {
+      content = await resolveSendContent(em, c);
+    } catch (err) {
+      if (err instanceof AppError) return { fail: err.message };
+      throw err;
+    }
+    const where = await audienceWhere(em, c);
+    // Parameters $1-$6, then the audience's own.
+    const inserted = await tx.query<{ n: number }>(
+      `with ins as (
+         insert into emails (id, project_id, contact_id, campaign_id, kind, to_email, from_email, from_name, reply_to, subject, html, status, template_id, created_at, updated_at)
+         select ${SQL_UUIDV7}, c.project_id, c.id, $1::uuid, 'MARKETING', c.email, $2, $3, $4, $5, '', 'QUEUED', $6::uuid, now(), now()
+         from contacts c where ${toPositional(where.sql, 6)}
+         on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
+         returning 1
+       ) select count(*)::int as n from ins`,
+      [campaignId, content.fromEmail, content.fromName, content.replyTo, content.subject.slice(0, 998), content.templateId, ...where.params],
+    );
+    const audience = inserted.rows[0]!.n;
+    await tx.query(
+      `update campaigns set status = case when status = 'SCHEDULED' then 'SENDING' else status end, send_content = $2, audience_size = $3,
+         started_at = now(), updated_at = now() where id = $1`,
+      [campaignId, JSON.stringify(content), audience],
+    );
+    await tx.query(
+      `insert into campaign_stats (campaign_id, audience) values ($1, $2)
+       on conflict (campaign_id) do update set audience = excluded.audience, updated_at = now()`,
+      [campaignId, audience],
+    );
+    return { state: 'started', audience };
+  });
+  if (!('fail' in failure)) return failure;
+  await settleCampaign(em, campaignId, { outcome: 'failed', reason: failure.fail });
+  return { state: 'ended', status: 'FAILED' };
+}
+
+/** The template resolved under the campaign's own fields, the sender domain checked, tracking settled. */
+async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<SendContent> {
+  let template: TemplateParts | undefined;
+  if (c.templateId) {
+    const [t] = await preparedQuery<TemplateParts>(
+      em,
+      'campaign_template',
+      `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = $1 and project_id = $2`,
+      [c.templateId, c.projectId],
+    );
+    if (!t) throw new AppError(422, 'VALIDATION_ERROR', 'The campaign\'s template was deleted before the send started');
+    template = t;
+  }
+  const resolved = resolveMessage(template, {
+    from: { email: c.fromEmail, name: c.fromName ?? undefined },
+    replyTo: c.replyTo ?? undefined,
+    subject: c.subject ?? undefined,
+    body: c.body ?? undefined,
+  });
+  await assertSenderDomain(em, c.projectId, resolved.from.email);
+  const settings = await projectSettings(em, c.projectId);
+  return {
+    subject: resolved.content.subject,
+    body: resolved.content.body,
+    templateId: resolved.templateId,
+    fromEmail: resolved.from.email,
+    fromName: resolved.from.name ?? null,
+    replyTo: resolved.replyTo,
+    trackOpens: c.trackOpens ?? settings.trackOpens,
+    trackClicks: c.trackClicks ?? settings.trackClicks,
+  };
+}
+
+async function projectSettings(em: EntityManager, projectId: string): Promise<ProjectSettings> {
+  const [row] = await preparedQuery<{ settings: Partial<ProjectSettings> }>(em, 'campaign_project_settings', 'select settings from projects where id = $1', [projectId]);
+  return { ...DEFAULT_PROJECT_SETTINGS, ...row?.settings };
+}
+
+export interface PartitionInput {
+  campaignId: string;
+  /** This share of the recipients (0-based), of `partitions`. */
+  partition: number;
+  partitions: number;
+  /** Contact id after which to continue (null: from the start). */
+  cursor: string | null;
+}
+
+export interface PartitionResult {
+  /** The share has no QUEUED row after `cursor` left (transient failures aside, see `retry`). */
+  done: boolean;
+  cursor: string | null;
+  /** Set when the campaign was no longer SENDING (PAUSED, CANCELLED, ...): the activity stopped at a chunk boundary. */
+  stopped: CampaignStatus | null;
+  sent: number;
+  skipped: number;
+  rejected: number;
+  /** Transient failures (4xx, connection): left QUEUED for the next pass. */
+  retry: number;
+}
+
+export interface SendEngineDeps {
+  em: EntityManager;
+  transport: Transporter;
+  config: Config;
+  secretBox: SecretBox;
+}
+
+export interface PartitionHooks {
+  /** Records progress (the activity heartbeat); cancellation shows in `cancelled()` afterwards. */
+  heartbeat(cursor: string | null): void;
+  cancelled(): boolean;
+  /** How long the call may run before it returns to the workflow (a round). */
+  budgetMs: number;
+}
+
+interface RecipientRow {
+  id: string;
+  contactId: string;
+  email: string | null;
+  subscribed: boolean | null;
+  data: Record<string, unknown> | null;
+}
+
+/** A row's outcome waiting to be recorded. */
+type Outcome =
+  | { kind: 'sent'; id: string; subject: string; messageId: string; response: string }
+  | { kind: 'rejected'; id: string; response: string }
+  | { kind: 'retry'; id: string; error: string }
+  | { kind: 'skipped'; id: string; reason: string };
+
+/** Outcomes wait at most this long (or for FLUSH_COUNT of them) before they are recorded: the re-send window of a crash. */
+const FLUSH_MS = 15;
+const FLUSH_COUNT = 200;
+
+/** Sends one share of a campaign's snapshot, from `cursor`, until it is done, the campaign stops, or the budget is spent. */
+export async function sendCampaignPartition(deps: SendEngineDeps, input: PartitionInput, hooks: PartitionHooks): Promise<PartitionResult> {
+  const { em } = deps;
+  const result: PartitionResult = { done: false, cursor: input.cursor, stopped: null, sent: 0, skipped: 0, rejected: 0, retry: 0 };
+  const head = await campaignHead(em, input.campaignId);
+  if (head?.status !== 'SENDING' || !head.sendContent) {
+    result.stopped = head?.status ?? 'CANCELLED';
+    return result;
+  }
+  const content = head.sendContent as unknown as SendContent;
+  const message = await prepareCampaignMessage(deps, head, content);
+  const rate = (head.settings.campaignSendRate ?? deps.config.campaigns.sendRate) / input.partitions;
+  const throttle = rate > 0 ? new Throttle(rate) : null;
+  // A throttled share reads about a second's worth per chunk, so a pause or cancel still takes effect within a second.
+  const chunkSize = throttle ? Math.max(1, Math.min(deps.config.campaigns.chunkSize, Math.ceil(rate))) : deps.config.campaigns.chunkSize;
+  const recorder = new OutcomeRecorder(em, input.campaignId);
+  const maxInFlight = Math.max(2, deps.config.smtp.poolSize * 2);
+  const deadline = Date.now() + hooks.budgetMs;
+  try {
+    for (;;) {
+      const rows = await preparedQuery<RecipientRow>(
+        em,
+        'campaign_chunk',
+        `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data
+         from emails e left join contacts c on c.id = e.contact_id
+         where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
+         order by e.contact_id limit $5`,
+        [input.campaignId, result.cursor ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize],
+      );
+      if (rows.length === 0) {
+        result.done = true;
+        break;
+      }
+      const inFlight = new Set<Promise<void>>();
+      for (const row of rows) {
+        if (row.subscribed !== true) {
+          recorder.add({ kind: 'skipped', id: row.id, reason: row.subscribed === false ? 'Unsubscribed after the audience snapshot' : 'The contact was deleted' });
+          continue;
+        }
+        if (throttle) await throttle.take();
+        while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
+        const p = sendOne(deps, message, row).then((o) => recorder.add(o));
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+      }
+      await Promise.all(inFlight);
+      await recorder.flush();
+      result.cursor = rows[rows.length - 1]!.contactId;
+      hooks.heartbeat(result.cursor);
+      if (hooks.cancelled()) break;
+      const status = (await campaignHead(em, input.campaignId))?.status ?? 'CANCELLED';
+      if (status !== 'SENDING') {
+        result.stopped = status;
+        break;
+      }
+      if (Date.now() >= deadline) break;
+    }
+  } finally {
+    await recorder.close();
+    Object.assign(result, recorder.counts);
+  }
+  return result;
+}
+
+interface CampaignHead {
+  status: CampaignStatus;
+  projectId: string;
+  name: string;
+  sendContent: Record<string, unknown> | null;
+  settings: Partial<ProjectSettings>;
+}
+
+async function campaignHead(em: EntityManager, campaignId: string): Promise<CampaignHead | undefined> {
+  const [row] = await preparedQuery<CampaignHead>(
+    em,
+    'campaign_head',
+    `select c.status, c.project_id as "projectId", c.name, c.send_content as "sendContent", p.settings
+     from campaigns c join projects p on p.id = c.project_id where c.id = $1`,
+    [campaignId],
+  );
+  return row;
+}
+
+/**
+ * The recipient-independent part of every message of the campaign, and the headers of marketing mail: one-click
+ * List-Unsubscribe (the composer adds it to MARKETING mail), `Precedence: bulk`, and a `List-Id` naming the campaign.
+ */
+async function prepareCampaignMessage(deps: SendEngineDeps, head: CampaignHead, content: SendContent): Promise<PreparedMessage> {
+  const domain = emailDomain(content.fromEmail);
+  const [key] = await preparedQuery<SealedDkimKey>(
+    deps.em,
+    'campaign_dkim_key',
+    `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
+     from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null`,
+    [head.projectId, domain],
+  );
+  const dkim: DkimOptions | undefined = key ? dkimFor(key, deps.secretBox) : undefined;
+  return prepareMessage({
+    content: { subject: content.subject, body: content.body },
+    kind: 'MARKETING',
+    templateId: content.templateId,
+    from: { email: content.fromEmail, name: content.fromName ?? undefined },
+    replyTo: content.replyTo,
+    headers: { Precedence: 'bulk', 'List-Id': listId(head.name, head.projectId, domain) },
+    tracking: { opens: content.trackOpens, clicks: content.trackClicks },
+    dkim,
+    links: { publicUrl: deps.config.publicUrl, appSecret: deps.config.appSecret, unsubscribeMailto: deps.config.unsubscribeMailto },
+  });
+}
+
+/** RFC 2919: a phrase and a dot-atom id under a domain the sender controls; the project's id keeps lists apart. */
+function listId(name: string, projectId: string, domain: string): string {
+  const phrase = name.replace(/["\\\r\n]/g, '').slice(0, 100);
+  return `"${phrase}" <${projectId}.campaigns.${domain}>`;
+}
+
+async function sendOne(deps: SendEngineDeps, message: PreparedMessage, row: RecipientRow): Promise<Outcome> {
+  try {
+    const email = composeEmail(message, { contactId: row.contactId, email: row.email!, data: row.data ?? {}, emailId: row.id });
+    const { subject } = email;
+    const info = await deps.transport.sendMail({ dkim: email.dkim, envelope: email.envelope, raw: buildMime(mimeMessageOf(email)) });
+    return { kind: 'sent', id: row.id, subject, messageId: email.messageId, response: String(info.response ?? '') };
+  } catch (err) {
+    const detail = (err as SmtpError).response ?? (err as Error).message;
+    if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: row.id, response: detail };
+    if (err instanceof AppError) return { kind: 'rejected', id: row.id, response: `Not sent: ${err.message}` }; // this recipient's data makes the message invalid
+    return { kind: 'retry', id: row.id, error: detail };
+  }
+}
+
+/**
+ * Records outcomes in batches: at most FLUSH_MS after an SMTP reply (or FLUSH_COUNT replies), one statement per
+ * kind, each guarded by `status = 'QUEUED'` so a row is counted once however often it is recorded. The counters of
+ * `campaign_stats` move in the same statement as the rows.
+ */
+class OutcomeRecorder {
+  private pending: Outcome[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+  readonly counts = { sent: 0, skipped: 0, rejected: 0, retry: 0 };
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly campaignId: string,
+  ) {}
+
+  add(o: Outcome): void {
+    this.pending.push(o);
+    if (this.pending.length >= FLUSH_COUNT) void this.flush().catch(() => undefined);
+    else this.timer ??= setTimeout(() => void this.flush().catch(() => undefined), FLUSH_MS);
+  }
+
+  /** Records everything added so far; throws if a recording failed (the activity then fails and is retried). */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.pending;
+    this.pending = [];
+    this.flushing = this.flushing.then(async () => {
+      if (this.failure) throw this.failure;
+      if (batch.length === 0) return;
+      try {
+        await this.record(batch);
+      } catch (err) {
+        this.failure = err;
+        throw err;
+      }
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    await this.flush().catch((err: unknown) => logger.error({ err, campaignId: this.campaignId }, 'could not record campaign outcomes'));
+  }
+
+  private async record(batch: Outcome[]): Promise<void> {
+    const sent = batch.filter((o) => o.kind === 'sent');
+    const rejected = batch.filter((o) => o.kind === 'rejected');
+    const retry = batch.filter((o) => o.kind === 'retry');
+    const skipped = batch.filter((o) => o.kind === 'skipped');
+    if (sent.length) {
+      const [r] = await preparedQuery<{ n: number }>(
+        this.em,
+        'campaign_record_sent',
+        `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) as v(id, subject, mid, resp)),
+         upd as (
+           update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp, error = null,
+             attempts = e.attempts + 1, sent_at = now(), updated_at = now()
+           from v where e.id = v.id and e.status = 'QUEUED'
+           returning 1
+         ),
+         n as (select count(*)::int as n from upd),
+         st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $5 and n.n > 0)
+         select n from n`,
+        [sent.map((o) => o.id), sent.map((o) => o.subject), sent.map((o) => o.messageId), sent.map((o) => o.response), this.campaignId],
+      );
+      this.counts.sent += r!.n;
+    }
+    if (rejected.length) {
+      const [r] = await preparedQuery<{ n: number }>(
+        this.em,
+        'campaign_record_rejected',
+        `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+         upd as (
+           update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', attempts = e.attempts + 1, updated_at = now()
+           from v where e.id = v.id and e.status = 'QUEUED'
+           returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+         ),
+         ev as (
+           insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
+           select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'campaignId', $4::text), 'SYSTEM', id, now()
+           from upd where contact_id is not null
+         )
+         select count(*)::int as n from upd`,
+        [rejected.map((o) => o.id), rejected.map((o) => o.response), rejected.map(() => uuidv7()), this.campaignId],
+      );
+      this.counts.rejected += r!.n;
+    }
+    if (skipped.length) {
+      const [r] = await preparedQuery<{ n: number }>(
+        this.em,
+        'campaign_record_skipped',
+        `with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
+         upd as (update emails e set status = 'CANCELLED', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+         n as (select count(*)::int as n from upd),
+         st as (update campaign_stats set skipped = skipped + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
+         select n from n`,
+        [skipped.map((o) => o.id), skipped.map((o) => o.reason), this.campaignId],
+      );
+      this.counts.skipped += r!.n;
+    }
+    if (retry.length) {
+      await preparedQuery(
+        this.em,
+        'campaign_record_retry',
+        `update emails e set error = v.err, attempts = e.attempts + 1, updated_at = now()
+         from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status = 'QUEUED'`,
+        [retry.map((o) => o.id), retry.map((o) => o.error)],
+      );
+      this.counts.retry += retry.length;
+    }
+  }
+}
+
+/** Spaces sends to `perSecond` on average (a token bucket of one second's worth). */
+class Throttle {
+  private tokens: number;
+  private last = Date.now();
+  constructor(private readonly perSecond: number) {
+    this.tokens = Math.min(perSecond, 1);
+  }
+  async take(): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      this.tokens = Math.min(Math.max(this.perSecond, 1), this.tokens + ((now - this.last) / 1000) * this.perSecond);
+      this.last = now;
+      if (this.tokens >= 1) {
+        this.tokens -= 1;
+        return;
+      }
+      await new Promise((r) => setTimeout(r, Math.ceil(((1 - this.tokens) / this.perSecond) * 1000)));
+    }
+  }
+}
+
+export interface FinishInput {
+  campaignId: string;
+  /** completed: every share is done; cancelled: the run was cancelled (API or Temporal); failed: it cannot go on. */
+  outcome: 'completed' | 'cancelled' | 'failed';
+  reason?: string;
+}
+
+export interface FinishResult {
+  status: CampaignStatus;
+  /** Rows settled now: transient failures given up on (FAILED) or not sent at all (CANCELLED). */
+  settled: number;
+}
+
+/**
+ * Ends a campaign: rows still QUEUED are settled (FAILED after a completed send: their transient failures outlasted
+ * the retries; CANCELLED after a cancel or failure), and the status becomes SENT, CANCELLED or FAILED unless it was
+ * already final (a cancel through the API wins over a completion that raced it). Idempotent.
+ */
+export async function settleCampaign(em: EntityManager, campaignId: string, input: Omit<FinishInput, 'campaignId'>): Promise<FinishResult> {
+  return withTransaction(em, async (tx: PoolClient) => {
+    const { rows } = await tx.query<{ status: CampaignStatus }>('select status from campaigns where id = $1 for update', [campaignId]);
+    if (!rows[0]) return { status: 'CANCELLED', settled: 0 };
+    const target: CampaignStatus = input.outcome === 'completed' ? 'SENT' : input.outcome === 'cancelled' ? 'CANCELLED' : 'FAILED';
+    const leftover = input.outcome === 'completed' ? 'FAILED' : 'CANCELLED';
+    // Contacts deleted after the snapshot (their rows lost the contact) were never walked: skipped, not failed.
+    await tx.query(
+      `with upd as (update emails set status = 'CANCELLED', error = 'The contact was deleted', updated_at = now()
+         where campaign_id = $1 and status = 'QUEUED' and contact_id is null returning 1),
+       n as (select count(*)::int as n from upd)
+       update campaign_stats set skipped = skipped + n.n, updated_at = now() from n where campaign_id = $1 and n.n > 0`,
+      [campaignId],
+    );
+    const settled = await tx.query<{ n: number }>(
+      `with upd as (
+         update emails set status = $2, error = $3, updated_at = now() where campaign_id = $1 and status = 'QUEUED' returning 1
+       ), n as (select count(*)::int as n from upd),
+       st as (update campaign_stats set failed = failed + case when $2 = 'FAILED' then n.n else 0 end, updated_at = now() from n where campaign_id = $1 and n.n > 0)
+       select n from n`,
+      [campaignId, leftover, leftover === 'FAILED' ? (input.reason ?? 'Transient delivery failures outlasted the retries') : 'Not sent: the campaign was cancelled or stopped'],
+    );
+    const current = rows[0].status;
+    const active = current === 'SCHEDULED' || current === 'SENDING' || current === 'PAUSED';
+    const status = active ? target : current;
+    if (active) {
+      const reason = input.reason ?? (target === 'CANCELLED' ? 'Cancelled in Temporal' : null);
+      await tx.query(`update campaigns set status = $2, status_reason = coalesce($3, status_reason), finished_at = now(), updated_at = now() where id = $1`, [
+        campaignId,
+        status,
+        reason,
+      ]);
+    }
+    return { status, settled: settled.rows[0]!.n };
+  });
+}

@@ -1,0 +1,163 @@
+import {
+  ActivityCancellationType,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Duration } from '@temporalio/common';
+import type { CampaignActivities } from '../activities/campaign.activities';
+import { campaignWakeSignal } from '../definitions';
+
+export interface CampaignSendInput {
+  projectId: string;
+  campaignId: string;
+  /** When to start (ISO); null: now. The database's `scheduled_at` is the truth; this is the first guess. */
+  scheduledFor: string | null;
+  /** Carried over continue-as-new once the snapshot is taken. */
+  sending?: SendingState;
+}
+
+interface SendingState {
+  partitions: number;
+  /** Per share: where the current pass continues (a contact id), or done. */
+  cursors: (string | null)[];
+  done: boolean[];
+  /** Pass 1 sends; later passes retry the transient failures of the earlier ones. */
+  pass: number;
+  /** Transient failures seen in the current pass. */
+  retry: number;
+  audience: number;
+  totals: { sent: number; skipped: number; rejected: number };
+}
+
+export interface CampaignSendResult {
+  status: string;
+  audience: number;
+  sent: number;
+  skipped: number;
+  rejected: number;
+  /** Rows settled at the end (given up after the retry passes, or not sent because of a cancel). */
+  settled: number;
+}
+
+const { beginCampaignSend, finishCampaignSend } = proxyActivities<CampaignActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+// One call sends a share for up to a round (see the activity); it heartbeats every chunk, so a killed worker is noticed
+// within the heartbeat timeout and the call is retried from the round's cursor on another (or the restarted) worker.
+// A cancelled run waits for its calls to stop at a chunk boundary before it settles the rest.
+const { sendCampaignPartition } = proxyActivities<CampaignActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '20 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/** Retry passes over transient failures (4xx, connection problems), with these pauses before each. */
+const RETRY_PASS_DELAYS = ['1 minute', '5 minutes', '15 minutes', '1 hour'] as const;
+/** A paused or scheduled run re-reads its campaign at least this often, in case a wake-up signal was lost. */
+const RECHECK = '1 hour';
+/** Rounds before the run continues as new, keeping its history short at any audience size. */
+const ROUNDS_PER_RUN = 200;
+
+/**
+ * A campaign's send (`campaign-send/<campaignId>`, search attributes ProjectId and CampaignId). It waits durably for
+ * the scheduled time, snapshots the audience, then sends the snapshot in shares (`partitions`), each share walked by
+ * one activity call at a time, round after round, until every share is done; transient failures get retry passes.
+ * The database holds the campaign's status: a pause, resume, new time or cancel through the API changes it and wakes
+ * the run (signal `wake`), and the activities stop at a chunk boundary when it is no longer SENDING. Cancelling the
+ * run in Temporal Web UI cancels the campaign.
+ */
+export async function campaignSend(input: CampaignSendInput): Promise<CampaignSendResult> {
+  const { campaignId } = input;
+  let wakes = 0;
+  setHandler(campaignWakeSignal, () => {
+    wakes++;
+  });
+  const waitForWake = async (seen: number, timeout: Duration) => {
+    await condition(() => wakes > seen, timeout);
+  };
+
+  try {
+    let state = input.sending;
+    if (!state) {
+      let wakeAt = input.scheduledFor ? Date.parse(input.scheduledFor) : 0;
+      for (;;) {
+        const wait = wakeAt - Date.now();
+        if (wait > 0) {
+          await waitForWake(wakes, Math.min(wait, 3_600_000));
+        }
+        const seen = wakes;
+        const begun = await beginCampaignSend({ campaignId });
+        if (begun.state === 'wait') {
+          wakeAt = Date.parse(begun.scheduledAt);
+          if (wakes > seen) wakeAt = 0; // changed again while we asked: look at once
+          continue;
+        }
+        if (begun.state === 'ended') return { status: begun.status, audience: 0, sent: 0, skipped: 0, rejected: 0, settled: 0 };
+        state = {
+          audience: begun.audience,
+          partitions: begun.partitions,
+          cursors: Array.from({ length: begun.partitions }, () => null),
+          done: Array.from({ length: begun.partitions }, () => false),
+          pass: 1,
+          retry: 0,
+          totals: { sent: 0, skipped: 0, rejected: 0 },
+        };
+        break;
+      }
+    }
+
+    for (let round = 0; ; round++) {
+      const open = state.done.flatMap((d, i) => (d ? [] : [i]));
+      if (open.length === 0) {
+        if (state.retry === 0 || state.pass > RETRY_PASS_DELAYS.length) break;
+        await sleep(RETRY_PASS_DELAYS[state.pass - 1]!);
+        state = { ...state, pass: state.pass + 1, retry: 0, cursors: state.cursors.map(() => null), done: state.done.map(() => false) };
+        continue;
+      }
+      const seen = wakes;
+      const results = await Promise.all(
+        open.map((partition) => sendCampaignPartition({ campaignId, partition, partitions: state!.partitions, cursor: state!.cursors[partition]!, pass: state!.pass })),
+      );
+      const stopped = results.find((r) => r.stopped)?.stopped;
+      results.forEach((r, i) => {
+        const partition = open[i]!;
+        state!.cursors[partition] = r.cursor;
+        state!.done[partition] = r.done;
+        state!.retry += r.retry;
+        state!.totals.sent += r.sent;
+        state!.totals.skipped += r.skipped;
+        state!.totals.rejected += r.rejected;
+      });
+      if (stopped === 'PAUSED') {
+        await waitForWake(seen, RECHECK);
+      } else if (stopped) {
+        const finished = await finishCampaignSend({ campaignId, outcome: stopped === 'CANCELLED' ? 'cancelled' : 'failed' });
+        return { ...state.totals, audience: state.audience, status: finished.status, settled: finished.settled };
+      }
+      if (round + 1 >= ROUNDS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+        await continueAsNew<typeof campaignSend>({ ...input, sending: state });
+      }
+    }
+    const finished = await finishCampaignSend({ campaignId, outcome: 'completed' });
+    return { ...state.totals, audience: state.audience, status: finished.status, settled: finished.settled };
+  } catch (err) {
+    if (isCancellation(err)) {
+      await CancellationScope.nonCancellable(() => finishCampaignSend({ campaignId, outcome: 'cancelled' }));
+      throw err;
+    }
+    // An unexpected failure (e.g. an activity's non-retryable error) must not leave the campaign SENDING forever.
+    const reason = err instanceof Error ? err.message : String(err);
+    await CancellationScope.nonCancellable(() => finishCampaignSend({ campaignId, outcome: 'failed', reason: `The send failed: ${reason}` }));
+    throw ApplicationFailure.create({ nonRetryable: true, type: 'CampaignSendFailed', message: reason });
+  }
+}

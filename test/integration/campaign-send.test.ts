@@ -1,0 +1,270 @@
+import { randomUUID } from 'node:crypto';
+import { closeDb, db } from '../helpers/db';
+import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
+import { messagesTo, waitForMail } from '../helpers/mailbox';
+import { seedContacts } from '../helpers/seed';
+import { maybeRecordHistory } from '../helpers/histories';
+import { stackEnv } from '../stack-env';
+import { initOrm, type MikroORM } from '../../domain/orm';
+import { TemporalGateway } from '../../temporal/client';
+import { workflowIds } from '../../temporal/definitions';
+import { cancelCampaign, campaignRow, mirrorTemporal, pauseCampaign, rescheduleCampaign, resumeCampaign, sendCampaign } from '../../domain/campaigns/campaign-steering';
+import type { CampaignRow } from '../../domain/campaigns/campaign.entity';
+
+/**
+ * The send engine end to end: the steering functions the API calls (with the real Temporal gateway), the
+ * `campaign-send` workflow on the real worker, the SMTP capture server. Campaign rows are written with SQL here; the
+ * HTTP routes have their own tests (campaigns.test.ts).
+ */
+
+let orm: MikroORM;
+let gateway: TemporalGateway;
+let project: TestProject;
+let domain: string;
+
+beforeAll(async () => {
+  orm = await initOrm(stackEnv().databaseUrl, 4);
+  gateway = await TemporalGateway.connect({ address: stackEnv().temporalAddress, namespace: 'default', taskQueue: 'mailwright' });
+  project = await createTestProject();
+  domain = uniqueDomain();
+  await addVerifiedDomain(project.projectId, domain);
+});
+afterAll(async () => {
+  await gateway.close();
+  await orm.close();
+  await closeDb();
+});
+
+const em = () => orm.em.fork();
+
+/** A fresh tag so each test's recipients are its own. */
+const tagged = () => `c${randomUUID().slice(0, 8)}`;
+
+async function createCampaign(fields: Partial<Record<'audience_type' | 'segment_id' | 'audience_filter' | 'subject' | 'body' | 'name', unknown>> = {}): Promise<string> {
+  const id = randomUUID();
+  await db().query(
+    `insert into campaigns (id, project_id, name, subject, body, from_email, from_name, audience_type, segment_id, audience_filter)
+     values ($1, $2, $3, $4, $5, $6, 'Acme News', $7, $8, $9)`,
+    [
+      id,
+      project.projectId,
+      fields.name ?? 'Spring news',
+      fields.subject ?? 'Hello {{ first | default: "friend" }}',
+      fields.body ?? '<p>Hi {{ first | default: "friend" }}, <a href="https://example.com/sale">see the sale</a>.</p>',
+      `news@${domain}`,
+      fields.audience_type ?? 'FILTERED',
+      fields.segment_id ?? null,
+      fields.audience_filter === undefined ? null : JSON.stringify(fields.audience_filter),
+    ],
+  );
+  return id;
+}
+
+/** Contacts whose data carries the test's tag, and a filter that selects exactly them. */
+async function audience(tag: string, n: number, make: (i: number) => { subscribed?: boolean; data?: Record<string, unknown> } = () => ({})) {
+  const emails = Array.from({ length: n }, (_, i) => `${tag}-${i}@example.com`);
+  await seedContacts(project.projectId, n, (i) => ({ email: emails[i]!, ...make(i), data: { tag, first: `F${i}`, ...make(i).data } }));
+  return { emails, filter: { operator: 'AND', conditions: [{ field: 'data.tag', operator: 'equals', value: tag }] } };
+}
+
+async function waitForStatus(id: string, status: string, timeoutMs = 60_000): Promise<CampaignRow> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [row] = await mirrorTemporal(em(), gateway, [await campaignRow(em(), project.projectId, id)]);
+    if (row!.status === status) return row!;
+    if (Date.now() > deadline) throw new Error(`campaign ${id} is ${row!.status}, expected ${status}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function stats(id: string) {
+  const { rows } = await db().query('select audience, sent, skipped, failed from campaign_stats where campaign_id = $1', [id]);
+  return rows[0] as { audience: number; sent: number; skipped: number; failed: number };
+}
+
+/** How many messages each address received. */
+async function receivedCounts(emails: string[]): Promise<number[]> {
+  return Promise.all(emails.map(async (e) => (await messagesTo(e)).length));
+}
+
+async function setRate(perSecond: number | null) {
+  await db().query(`update projects set settings = settings || jsonb_build_object('campaignSendRate', $2::int) where id = $1`, [project.projectId, perSecond]);
+}
+
+describe('campaign send', () => {
+  afterEach(() => setRate(null));
+
+  test('every subscribed member of the audience gets exactly one message with the marketing headers; unsubscribed contacts none', async () => {
+    const tag = tagged();
+    const { emails, filter } = await audience(tag, 30, (i) => ({ subscribed: i % 10 !== 9 }));
+    const id = await createCampaign({ audience_filter: filter });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    const done = await waitForStatus(id, 'SENT');
+    expect(done.audienceSize).toBe(27);
+    const subscribed = emails.filter((_, i) => i % 10 !== 9);
+    const unsubscribed = emails.filter((_, i) => i % 10 === 9);
+    expect(await receivedCounts(subscribed)).toEqual(subscribed.map(() => 1));
+    expect(await receivedCounts(unsubscribed)).toEqual(unsubscribed.map(() => 0));
+    expect(await stats(id)).toEqual({ audience: 27, sent: 27, skipped: 0, failed: 0 });
+
+    const [mail] = await waitForMail(emails[0]!);
+    expect(mail!.subject).toBe('Hello F0');
+    expect(mail!.from!.value).toEqual([{ name: 'Acme News', address: `news@${domain}` }]);
+    expect(mail!.headers.get('precedence')).toBe('bulk');
+    const header = (name: string) => (mail!.headerLines.find((h) => h.key === name)?.line ?? '').replace(/\r?\n[ \t]+/g, ' ');
+    expect(header('list-id')).toBe(`List-Id: "Spring news" <${project.projectId}.campaigns.${domain}>`);
+    expect(header('list-unsubscribe-post')).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
+    expect(header('list-unsubscribe')).toContain('/unsubscribe/');
+    const { rows } = await db().query(`select id, status, subject, html from emails where campaign_id = $1 and to_email = $2`, [id, emails[0]]);
+    expect(rows).toEqual([{ id: expect.any(String), status: 'SENT', subject: 'Hello F0', html: '' }]);
+    expect(mail!.messageId).toBe(`<${rows[0].id}@${domain}>`);
+    await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-completed');
+  });
+
+  test('a contact who unsubscribes after the snapshot is skipped and counted', async () => {
+    await setRate(10);
+    const tag = tagged();
+    // 40 contacts at 5 per second per share: the last three (in contact order) are far from the first chunk of theirs.
+    const { emails, filter } = await audience(tag, 40);
+    const id = await createCampaign({ audience_filter: filter });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    for (;;) {
+      const { rows } = await db().query('select count(*)::int as n from emails where campaign_id = $1', [id]);
+      if (rows[0].n === 40) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const late = emails.slice(37);
+    await db().query(`update contacts set subscribed = false where project_id = $1 and email = any($2)`, [project.projectId, late]);
+    await waitForStatus(id, 'SENT');
+    expect(await receivedCounts(late)).toEqual([0, 0, 0]);
+    expect(await stats(id)).toEqual({ audience: 40, sent: 37, skipped: 3, failed: 0 });
+    const { rows } = await db().query(`select status, error from emails where campaign_id = $1 and to_email = $2`, [id, late[0]]);
+    expect(rows).toEqual([{ status: 'CANCELLED', error: 'Unsubscribed after the audience snapshot' }]);
+  });
+
+  test('pause stops the send; resume sends the rest, each recipient exactly once', async () => {
+    await setRate(20);
+    const tag = tagged();
+    const { emails, filter } = await audience(tag, 60);
+    const id = await createCampaign({ audience_filter: filter });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    await new Promise((r) => setTimeout(r, 1200));
+    await pauseCampaign(em(), gateway, project.projectId, id);
+    await new Promise((r) => setTimeout(r, 2500)); // the chunk in progress finishes; nothing after it
+    const atPause = (await receivedCounts(emails)).reduce((a, b) => a + b, 0);
+    await new Promise((r) => setTimeout(r, 1500));
+    const stillPaused = (await receivedCounts(emails)).reduce((a, b) => a + b, 0);
+    expect(stillPaused).toBe(atPause);
+    expect(atPause).toBeGreaterThan(0);
+    expect(atPause).toBeLessThan(60);
+    expect((await campaignRow(em(), project.projectId, id)).status).toBe('PAUSED');
+    await resumeCampaign(em(), gateway, project.projectId, id);
+    await waitForStatus(id, 'SENT');
+    expect(await receivedCounts(emails)).toEqual(emails.map(() => 1));
+    expect((await stats(id)).sent).toBe(60);
+  });
+
+  test('cancel while sending: what was sent stays sent, the rest is CANCELLED and never sent', async () => {
+    await setRate(20);
+    const tag = tagged();
+    const { emails, filter } = await audience(tag, 60);
+    const id = await createCampaign({ audience_filter: filter });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    await new Promise((r) => setTimeout(r, 1200));
+    await cancelCampaign(em(), gateway, project.projectId, id);
+    await waitForStatus(id, 'CANCELLED');
+    // The run settles the rest once its activities stopped.
+    const deadline = Date.now() + 30_000;
+    let counts: Record<string, number> = {};
+    for (;;) {
+      const { rows } = await db().query(`select status, count(*)::int as n from emails where campaign_id = $1 group by status`, [id]);
+      counts = Object.fromEntries(rows.map((r) => [r.status, r.n]));
+      if (!counts.QUEUED || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(counts.QUEUED).toBeUndefined();
+    expect(counts.SENT! + counts.CANCELLED!).toBe(60);
+    expect(counts.CANCELLED).toBeGreaterThan(0);
+    const received = await receivedCounts(emails);
+    expect(received.reduce((a, b) => a + b, 0)).toBe(counts.SENT);
+    expect(Math.max(...received)).toBe(1);
+    const { rows: wf } = await db().query('select status_reason as "statusReason" from campaigns where id = $1', [id]);
+    expect(wf[0].statusReason).toBe('Cancelled through the API');
+  });
+
+  test('a scheduled campaign waits for its time; a moved time is honoured; cancel while scheduled sends nothing', async () => {
+    const tag = tagged();
+    const { emails, filter } = await audience(tag, 3);
+    const id = await createCampaign({ audience_filter: filter });
+    const first = new Date(Date.now() + 60_000);
+    const scheduled = await sendCampaign(em(), gateway, project.projectId, id, { scheduledFor: first });
+    expect(scheduled.status).toBe('SCHEDULED');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await receivedCounts(emails)).toEqual([0, 0, 0]);
+    const moved = new Date(Date.now() + 2_000);
+    await rescheduleCampaign(em(), gateway, project.projectId, id, moved);
+    const sent = await waitForStatus(id, 'SENT', 30_000);
+    const startedAt = new Date(sent.startedAt!).getTime();
+    expect(startedAt).toBeGreaterThanOrEqual(moved.getTime() - 50);
+    expect(startedAt).toBeLessThan(first.getTime());
+    expect(await receivedCounts(emails)).toEqual([1, 1, 1]);
+
+    const other = tagged();
+    const b = await audience(other, 2);
+    const id2 = await createCampaign({ audience_filter: b.filter });
+    await sendCampaign(em(), gateway, project.projectId, id2, { scheduledFor: new Date(Date.now() + 3_000) });
+    await cancelCampaign(em(), gateway, project.projectId, id2);
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect((await campaignRow(em(), project.projectId, id2)).status).toBe('CANCELLED');
+    expect(await receivedCounts(b.emails)).toEqual([0, 0]);
+  });
+
+  test('a segment edited mid-send does not change the snapshot or stall the campaign', async () => {
+    await setRate(20);
+    const tag = tagged();
+    const { emails } = await audience(tag, 30, (i) => ({ data: { group: i < 20 ? 'a' : 'b' } }));
+    const segmentId = randomUUID();
+    await db().query(
+      `insert into segments (id, project_id, name, slug, type, condition) values ($1, $2, 'Group A', $3, 'DYNAMIC', $4)`,
+      [segmentId, project.projectId, `group-a-${tag}`, JSON.stringify({ operator: 'AND', conditions: [{ field: 'data.group', operator: 'equals', value: 'a' }, { field: 'data.tag', operator: 'equals', value: tag }] })],
+    );
+    const id = await createCampaign({ audience_type: 'SEGMENT', segment_id: segmentId });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    await waitForStatus(id, 'SENDING');
+    await new Promise((r) => setTimeout(r, 500));
+    await db().query(`update segments set condition = $2 where id = $1`, [segmentId, JSON.stringify({ operator: 'AND', conditions: [{ field: 'data.tag', operator: 'equals', value: tag }] })]);
+    await waitForStatus(id, 'SENT');
+    expect(await receivedCounts(emails)).toEqual(emails.map((_, i) => (i < 20 ? 1 : 0)));
+  });
+
+  test('cancelling the run in Temporal shows as CANCELLED, terminating it as FAILED', async () => {
+    await setRate(5);
+    const a = await audience(tagged(), 40);
+    const id = await createCampaign({ audience_filter: a.filter });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    await waitForStatus(id, 'SENDING');
+    await gateway.client.workflow.getHandle(workflowIds.campaignSend(id)).cancel();
+    const cancelled = await waitForStatus(id, 'CANCELLED', 30_000);
+    expect(cancelled.statusReason).toBe('Cancelled in Temporal');
+
+    const b = await audience(tagged(), 40);
+    const id2 = await createCampaign({ audience_filter: b.filter });
+    await sendCampaign(em(), gateway, project.projectId, id2);
+    await waitForStatus(id2, 'SENDING');
+    await gateway.client.workflow.getHandle(workflowIds.campaignSend(id2)).terminate('operator test');
+    const failed = await waitForStatus(id2, 'FAILED', 10_000);
+    expect(failed.statusReason).toBe('The campaign-send workflow was terminated in Temporal');
+  });
+
+  test('send refuses a non-DRAFT campaign and a past scheduledFor; two concurrent sends start one run', async () => {
+    const a = await audience(tagged(), 2);
+    const id = await createCampaign({ audience_filter: a.filter });
+    await expect(sendCampaign(em(), gateway, project.projectId, id, { scheduledFor: new Date(Date.now() - 1000) })).rejects.toMatchObject({ statusCode: 422 });
+    const results = await Promise.allSettled([sendCampaign(em(), gateway, project.projectId, id), sendCampaign(em(), gateway, project.projectId, id)]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { statusCode: 409, code: 'CAMPAIGN_STATE' } });
+    await waitForStatus(id, 'SENT');
+    expect(await receivedCounts(a.emails)).toEqual([1, 1]);
+    await expect(sendCampaign(em(), gateway, project.projectId, id)).rejects.toMatchObject({ statusCode: 409 });
+  });
+});
