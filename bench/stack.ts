@@ -7,7 +7,7 @@ import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/ser
 import { freePort } from '../scripts/services/process';
 
 /** The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker. */
-export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerNodeArgs?: string[]; workerEnv?: Record<string, string> }) {
+export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerNodeArgs?: string[]; workerEnv?: Record<string, string>; workers?: number }) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-bench-'));
   fs.chmodSync(dataDir, 0o755);
   const [pg, temporal, smtp, web, apiPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
@@ -19,12 +19,14 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
   // BENCH_RATE_LIMIT_PER_MINUTE turns it on (e.g. very high, to measure the limiter's own cost).
   const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: String(apiPort), RATE_LIMIT_PER_MINUTE: process.env.BENCH_RATE_LIMIT_PER_MINUTE ?? '0' };
   const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs });
-  const worker = startTsProcess('worker', 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, 'worker.log'), nodeArgs: opts.workerNodeArgs });
+  const workers = Array.from({ length: opts.workers ?? 1 }, (_, i) =>
+    startTsProcess(`worker${i ? `-${i + 1}` : ''}`, 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, `worker${i ? `-${i + 1}` : ''}.log`), nodeArgs: opts.workerNodeArgs }),
+  );
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const db = new Pool({ connectionString: infra.env.DATABASE_URL, max: 2 });
   const stop = async () => {
     await db.end();
-    await Promise.all([api.stop(), worker.stop()]);
+    await Promise.all([api.stop(), ...workers.map((w) => w.stop())]);
     await infra.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
@@ -35,7 +37,7 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
     await stop();
     throw err;
   }
-  return { apiUrl, db, dataDir, stop };
+  return { apiUrl, db, dataDir, stop, api, workers, databaseUrl: infra.env.DATABASE_URL!, temporalAddress: infra.env.TEMPORAL_ADDRESS! };
 }
 
 /** A user, a project and a verified sender domain; returns the secret key. */

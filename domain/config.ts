@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
@@ -116,6 +117,18 @@ const schema = z
     CAMPAIGN_SEND_RATE: z.coerce.number().int().min(0).max(1_000_000).default(0),
     CAMPAIGN_PARTITIONS: z.coerce.number().int().min(1).max(64).default(2),
     CAMPAIGN_CHUNK_SIZE: z.coerce.number().int().min(1).max(5_000).default(250),
+    CAMPAIGN_RENDER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
+    CAMPAIGN_RETRY_DELAYS: z
+      .string()
+      .transform((v, ctx) => {
+        const delays = v.split(',').map((d) => parseDuration(d.trim()));
+        if (delays.some((d) => d === undefined || d < 100)) {
+          ctx.addIssue({ code: 'custom', message: 'must be comma-separated durations of at least 100ms (e.g. 1m,5m,15m,1h)' });
+          return z.NEVER;
+        }
+        return delays as number[];
+      })
+      .default([60_000, 300_000, 900_000, 3_600_000]),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -185,6 +198,10 @@ function buildConfig(env: z.infer<typeof schema>) {
       partitions: env.CAMPAIGN_PARTITIONS,
       /** Recipients one send activity reads, renders and sends per round. */
       chunkSize: env.CAMPAIGN_CHUNK_SIZE,
+      /** Worker threads that render campaign messages (0: render on the main thread); default one per core. */
+      renderThreads: env.CAMPAIGN_RENDER_THREADS ?? os.availableParallelism(),
+      /** Pauses before each retry pass over recipients whose send failed transiently; their count is the number of passes. */
+      retryDelaysMs: env.CAMPAIGN_RETRY_DELAYS,
     },
     /** The event outbox (domain/events/event-dispatcher.ts) and the consumers every process registers. */
     events: {

@@ -5,6 +5,7 @@ import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
 import { createSmtpTransport } from '../domain/mail/transport';
 import { createActivities } from './activities';
+import { createRenderPool } from '../domain/campaigns/render-pool';
 import { TemporalGateway } from './client';
 import { buildRegistry } from '../domain/registry';
 import { EventDispatcher, DEFAULT_RETRY } from '../domain/events/event-dispatcher';
@@ -25,18 +26,20 @@ export async function createWorker() {
   });
   const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
   const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
+  const renderPool = createRenderPool(cfg.campaigns.renderThreads);
   const connection = await NativeConnection.connect({ address: cfg.temporal.address });
   const worker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
     workflowsPath: path.join(__dirname, 'workflows'),
-    activities: createActivities({ orm, transport, config: cfg }),
+    activities: createActivities({ orm, transport, config: cfg, renderPool }),
     maxConcurrentActivityTaskExecutions: 100,
     maxConcurrentWorkflowTaskExecutions: 100,
   });
   const close = async () => {
     transport.close();
+    await renderPool.close();
     await orm.close();
     await connection.close();
   };

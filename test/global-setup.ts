@@ -66,6 +66,8 @@ export default async function globalSetup(): Promise<void> {
     SNS_CERT_URL_PATTERN: '^http://127\\.0\\.0\\.1:\\d+/', // webhooks-sns.test.ts plays SNS: certificates and SubscribeURL on loopback
     // The worker registers the probe consumer, which records every event it receives (event-outbox.test.ts).
     EVENTS_PROBE: 'true',
+    // Campaign retry passes after a second, not minutes (campaign-send.test.ts).
+    CAMPAIGN_RETRY_DELAYS: '1s,1s',
   };
   const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });
   const startApi = () => startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') });

@@ -14,8 +14,9 @@ import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/proj
 import { assertSenderDomain } from '../domains/domain.service';
 import type { SecretBox } from '../domains/secret-box';
 import { dkimFor, isPermanentSmtpFailure, type DkimOptions, type SealedDkimKey, type SmtpError } from '../emails/delivery';
-import { buildMime } from '../mail/mime';
-import { composeEmail, mimeMessageOf, prepareMessage, resolveMessage, type PreparedMessage, type TemplateParts } from '../compose/composer';
+import { resolveMessage, type TemplateParts } from '../compose/composer';
+import type { RenderPool } from './render-pool';
+import type { RenderedMessage, RenderSpec } from './render-task';
 import { audienceWhere } from './audience';
 import { CAMPAIGN_COLUMNS, type CampaignRow, type CampaignStatus } from './campaign.entity';
 
@@ -167,6 +168,8 @@ export interface PartitionResult {
   sent: number;
   skipped: number;
   rejected: number;
+  /** Not sent because the message could not be made for the recipient (FAILED). */
+  invalid: number;
   /** Transient failures (4xx, connection): left QUEUED for the next pass. */
   retry: number;
 }
@@ -176,6 +179,8 @@ export interface SendEngineDeps {
   transport: Transporter;
   config: Config;
   secretBox: SecretBox;
+  /** Where messages are rendered (worker threads, or inline). */
+  renderPool: RenderPool;
 }
 
 export interface PartitionHooks {
@@ -199,23 +204,29 @@ type Outcome =
   | { kind: 'sent'; id: string; subject: string; messageId: string; response: string }
   | { kind: 'rejected'; id: string; response: string }
   | { kind: 'retry'; id: string; error: string }
-  | { kind: 'skipped'; id: string; reason: string };
+  | { kind: 'skipped'; id: string; reason: string }
+  /** The message could not be made for this recipient (their data makes it invalid): FAILED, never sent. */
+  | { kind: 'invalid'; id: string; reason: string };
 
 /** Outcomes wait at most this long (or for FLUSH_COUNT of them) before they are recorded: the re-send window of a crash. */
 const FLUSH_MS = 15;
 const FLUSH_COUNT = 200;
 
+/** Recipients rendered per task of the render pool: large enough to amortize the hand-over, small enough to overlap. */
+const RENDER_BATCH = 25;
+
 /** Sends one share of a campaign's snapshot, from `cursor`, until it is done, the campaign stops, or the budget is spent. */
 export async function sendCampaignPartition(deps: SendEngineDeps, input: PartitionInput, hooks: PartitionHooks): Promise<PartitionResult> {
   const { em } = deps;
-  const result: PartitionResult = { done: false, cursor: input.cursor, stopped: null, sent: 0, skipped: 0, rejected: 0, retry: 0 };
+  const result: PartitionResult = { done: false, cursor: input.cursor, stopped: null, sent: 0, skipped: 0, rejected: 0, invalid: 0, retry: 0 };
   const head = await campaignHead(em, input.campaignId);
   if (head?.status !== 'SENDING' || !head.sendContent) {
     result.stopped = head?.status ?? 'CANCELLED';
     return result;
   }
   const content = head.sendContent as unknown as SendContent;
-  const message = await prepareCampaignMessage(deps, head, content);
+  const spec = renderSpec(deps.config, head, content);
+  const dkim = await senderDkim(deps, head.projectId, content.fromEmail);
   const rate = (head.settings.campaignSendRate ?? deps.config.campaigns.sendRate) / input.partitions;
   const throttle = rate > 0 ? new Throttle(rate) : null;
   // A throttled share reads about a second's worth per chunk, so a pause or cancel still takes effect within a second.
@@ -223,32 +234,52 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const recorder = new OutcomeRecorder(em, input.campaignId);
   const maxInFlight = Math.max(2, deps.config.smtp.poolSize * 2);
   const deadline = Date.now() + hooks.budgetMs;
+  const readChunk = (after: string | null) =>
+    preparedQuery<RecipientRow>(
+      em,
+      'campaign_chunk',
+      `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data
+       from emails e left join contacts c on c.id = e.contact_id
+       where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
+       order by e.contact_id limit $5`,
+      [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize],
+    );
+  let next = readChunk(result.cursor);
   try {
     for (;;) {
-      const rows = await preparedQuery<RecipientRow>(
-        em,
-        'campaign_chunk',
-        `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data
-         from emails e left join contacts c on c.id = e.contact_id
-         where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
-         order by e.contact_id limit $5`,
-        [input.campaignId, result.cursor ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize],
-      );
+      const rows = await next;
       if (rows.length === 0) {
         result.done = true;
         break;
       }
-      const inFlight = new Set<Promise<void>>();
+      // The next chunk is read while this one renders and sends (rows are only read: a chunk left unsent is simply
+      // read again by whoever continues).
+      next = readChunk(rows[rows.length - 1]!.contactId);
+      next.catch(() => undefined);
+      const sendable: RecipientRow[] = [];
       for (const row of rows) {
-        if (row.subscribed !== true) {
-          recorder.add({ kind: 'skipped', id: row.id, reason: row.subscribed === false ? 'Unsubscribed after the audience snapshot' : 'The contact was deleted' });
-          continue;
+        if (row.subscribed === true) sendable.push(row);
+        else recorder.add({ kind: 'skipped', id: row.id, reason: row.subscribed === false ? 'Unsubscribed after the audience snapshot' : 'The contact was deleted' });
+      }
+      const batches: Promise<RenderedMessage[]>[] = [];
+      for (let i = 0; i < sendable.length; i += RENDER_BATCH) {
+        const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? {} }));
+        batches.push(deps.renderPool.render({ key: input.campaignId, spec, recipients }));
+      }
+      batches.forEach((b) => b.catch(() => undefined));
+      const inFlight = new Set<Promise<void>>();
+      for (const batch of batches) {
+        for (const message of await batch) {
+          if ('invalid' in message) {
+            recorder.add({ kind: 'invalid', id: message.id, reason: message.invalid });
+            continue;
+          }
+          if (throttle) await throttle.take();
+          while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
+          const p = deliver(deps.transport, message, dkim).then((o) => recorder.add(o));
+          inFlight.add(p);
+          void p.finally(() => inFlight.delete(p));
         }
-        if (throttle) await throttle.take();
-        while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
-        const p = sendOne(deps, message, row).then((o) => recorder.add(o));
-        inFlight.add(p);
-        void p.finally(() => inFlight.delete(p));
       }
       await Promise.all(inFlight);
       await recorder.flush();
@@ -292,27 +323,29 @@ async function campaignHead(em: EntityManager, campaignId: string): Promise<Camp
  * The recipient-independent part of every message of the campaign, and the headers of marketing mail: one-click
  * List-Unsubscribe (the composer adds it to MARKETING mail), `Precedence: bulk`, and a `List-Id` naming the campaign.
  */
-async function prepareCampaignMessage(deps: SendEngineDeps, head: CampaignHead, content: SendContent): Promise<PreparedMessage> {
-  const domain = emailDomain(content.fromEmail);
-  const [key] = await preparedQuery<SealedDkimKey>(
-    deps.em,
-    'campaign_dkim_key',
-    `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
-     from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null`,
-    [head.projectId, domain],
-  );
-  const dkim: DkimOptions | undefined = key ? dkimFor(key, deps.secretBox) : undefined;
-  return prepareMessage({
+function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): RenderSpec {
+  return {
     content: { subject: content.subject, body: content.body },
     kind: 'MARKETING',
     templateId: content.templateId,
     from: { email: content.fromEmail, name: content.fromName ?? undefined },
     replyTo: content.replyTo,
-    headers: { Precedence: 'bulk', 'List-Id': listId(head.name, head.projectId, domain) },
+    headers: { Precedence: 'bulk', 'List-Id': listId(head.name, head.projectId, emailDomain(content.fromEmail)) },
     tracking: { opens: content.trackOpens, clicks: content.trackClicks },
-    dkim,
-    links: { publicUrl: deps.config.publicUrl, appSecret: deps.config.appSecret, unsubscribeMailto: deps.config.unsubscribeMailto },
-  });
+    links: { publicUrl: cfg.publicUrl, appSecret: cfg.appSecret, unsubscribeMailto: cfg.unsubscribeMailto },
+  };
+}
+
+/** The sender domain's DKIM key (nodemailer signs each message with it), if the domain has one. */
+async function senderDkim(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<DkimOptions | undefined> {
+  const [key] = await preparedQuery<SealedDkimKey>(
+    deps.em,
+    'campaign_dkim_key',
+    `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
+     from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null`,
+    [projectId, emailDomain(fromEmail)],
+  );
+  return key ? dkimFor(key, deps.secretBox) : undefined;
 }
 
 /** RFC 2919: a phrase and a dot-atom id under a domain the sender controls; the project's id keeps lists apart. */
@@ -321,17 +354,15 @@ function listId(name: string, projectId: string, domain: string): string {
   return `"${phrase}" <${projectId}.campaigns.${domain}>`;
 }
 
-async function sendOne(deps: SendEngineDeps, message: PreparedMessage, row: RecipientRow): Promise<Outcome> {
+/** One SMTP transaction over the pooled transport; its outcome, never a throw. */
+async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw: string }>, dkim: DkimOptions | undefined): Promise<Outcome> {
   try {
-    const email = composeEmail(message, { contactId: row.contactId, email: row.email!, data: row.data ?? {}, emailId: row.id });
-    const { subject } = email;
-    const info = await deps.transport.sendMail({ dkim: email.dkim, envelope: email.envelope, raw: buildMime(mimeMessageOf(email)) });
-    return { kind: 'sent', id: row.id, subject, messageId: email.messageId, response: String(info.response ?? '') };
+    const info = await transport.sendMail({ dkim, envelope: m.envelope, raw: m.raw });
+    return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: String(info.response ?? '') };
   } catch (err) {
     const detail = (err as SmtpError).response ?? (err as Error).message;
-    if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: row.id, response: detail };
-    if (err instanceof AppError) return { kind: 'rejected', id: row.id, response: `Not sent: ${err.message}` }; // this recipient's data makes the message invalid
-    return { kind: 'retry', id: row.id, error: detail };
+    if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail };
+    return { kind: 'retry', id: m.id, error: detail };
   }
 }
 
@@ -345,7 +376,7 @@ class OutcomeRecorder {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private failure: unknown = null;
-  readonly counts = { sent: 0, skipped: 0, rejected: 0, retry: 0 };
+  readonly counts = { sent: 0, skipped: 0, rejected: 0, invalid: 0, retry: 0 };
 
   constructor(
     private readonly em: EntityManager,
@@ -386,6 +417,7 @@ class OutcomeRecorder {
     const rejected = batch.filter((o) => o.kind === 'rejected');
     const retry = batch.filter((o) => o.kind === 'retry');
     const skipped = batch.filter((o) => o.kind === 'skipped');
+    const invalid = batch.filter((o) => o.kind === 'invalid');
     if (sent.length) {
       const [r] = await preparedQuery<{ n: number }>(
         this.em,
@@ -416,10 +448,13 @@ class OutcomeRecorder {
          ),
          ev as (
            insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-           select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'campaignId', $4::text), 'SYSTEM', id, now()
+           select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'campaignId', $4::uuid), 'SYSTEM', id, now()
            from upd where contact_id is not null
-         )
-         select count(*)::int as n from upd`,
+         ),
+         n as (select count(*)::int as n from upd),
+         -- Handed to the relay, like every sent message: bounced / sent stays a rate of what was sent.
+         st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $4::uuid and n.n > 0)
+         select n from n`,
         [rejected.map((o) => o.id), rejected.map((o) => o.response), rejected.map(() => uuidv7()), this.campaignId],
       );
       this.counts.rejected += r!.n;
@@ -436,6 +471,19 @@ class OutcomeRecorder {
         [skipped.map((o) => o.id), skipped.map((o) => o.reason), this.campaignId],
       );
       this.counts.skipped += r!.n;
+    }
+    if (invalid.length) {
+      const [r] = await preparedQuery<{ n: number }>(
+        this.em,
+        'campaign_record_invalid',
+        `with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
+         upd as (update emails e set status = 'FAILED', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+         n as (select count(*)::int as n from upd),
+         st as (update campaign_stats set failed = failed + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
+         select n from n`,
+        [invalid.map((o) => o.id), invalid.map((o) => o.reason), this.campaignId],
+      );
+      this.counts.invalid += r!.n;
     }
     if (retry.length) {
       await preparedQuery(

@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
+import { createRenderPool } from '../../domain/campaigns/render-pool';
 import { beginCampaignSend, sendCampaignPartition, settleCampaign, type BeginResult, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
 
 /** How long one partition call sends before it returns to the workflow (a round: a few history events). */
@@ -8,11 +9,15 @@ const ROUND_MS = 60_000;
 
 export function createCampaignActivities(deps: ActivityDeps) {
   const secretBox = new SecretBox(deps.config.appSecret); // unseals the sender domain's DKIM key
+  const renderPool = deps.renderPool ?? createRenderPool(0);
   return {
     /** Starts sending once the time has come: fixes the content, snapshots the audience. Idempotent. */
-    async beginCampaignSend(input: { campaignId: string }): Promise<(BeginResult & { state: 'wait' | 'ended' }) | { state: 'started'; audience: number; partitions: number }> {
+    async beginCampaignSend(
+      input: { campaignId: string },
+    ): Promise<Exclude<BeginResult, { state: 'started' }> | { state: 'started'; audience: number; partitions: number; retryDelaysMs: number[] }> {
       const begun = await beginCampaignSend(deps.orm.em.fork(), input.campaignId);
-      return begun.state === 'started' ? { ...begun, partitions: deps.config.campaigns.partitions } : begun;
+      // The run's shape comes from this worker's configuration, recorded in the history with the result.
+      return begun.state === 'started' ? { ...begun, partitions: deps.config.campaigns.partitions, retryDelaysMs: deps.config.campaigns.retryDelaysMs } : begun;
     },
 
     /**
@@ -23,7 +28,7 @@ export function createCampaignActivities(deps: ActivityDeps) {
     async sendCampaignPartition(input: PartitionInput & { pass: number }): Promise<PartitionResult> {
       const ctx = Context.current();
       return sendCampaignPartition(
-        { em: deps.orm.em.fork(), transport: deps.transport, config: deps.config, secretBox },
+        { em: deps.orm.em.fork(), transport: deps.transport, config: deps.config, secretBox, renderPool },
         input,
         {
           heartbeat: (cursor) => ctx.heartbeat({ cursor }),

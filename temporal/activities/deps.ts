@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Transporter } from 'nodemailer';
 import type { DomainCheckSettings } from '../../domain/domains/domain.service';
 import type { Config } from '../../domain/config';
+import type { RenderPool } from '../../domain/campaigns/render-pool';
 
 /** What activities need from the outside world; the worker builds it once, tests may build their own. */
 export interface ActivityDeps {
@@ -11,4 +12,6 @@ export interface ActivityDeps {
   config: Config;
   /** DNS resolver and check intervals of domain verification (default: from `config`). */
   domainChecks?: DomainCheckSettings;
+  /** Where campaign messages are rendered (the worker's thread pool); inline when absent. */
+  renderPool?: RenderPool;
 }

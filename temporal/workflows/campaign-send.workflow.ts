@@ -32,6 +32,8 @@ interface SendingState {
   pass: number;
   /** Transient failures seen in the current pass. */
   retry: number;
+  /** Pauses before each retry pass (from the worker's CAMPAIGN_RETRY_DELAYS when the send began). */
+  retryDelaysMs: number[];
   audience: number;
   totals: { sent: number; skipped: number; rejected: number };
 }
@@ -61,8 +63,6 @@ const { sendCampaignPartition } = proxyActivities<CampaignActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-/** Retry passes over transient failures (4xx, connection problems), with these pauses before each. */
-const RETRY_PASS_DELAYS = ['1 minute', '5 minutes', '15 minutes', '1 hour'] as const;
 /** A paused or scheduled run re-reads its campaign at least this often, in case a wake-up signal was lost. */
 const RECHECK = '1 hour';
 /** Rounds before the run continues as new, keeping its history short at any audience size. */
@@ -110,6 +110,7 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
           done: Array.from({ length: begun.partitions }, () => false),
           pass: 1,
           retry: 0,
+          retryDelaysMs: begun.retryDelaysMs,
           totals: { sent: 0, skipped: 0, rejected: 0 },
         };
         break;
@@ -119,8 +120,8 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
     for (let round = 0; ; round++) {
       const open = state.done.flatMap((d, i) => (d ? [] : [i]));
       if (open.length === 0) {
-        if (state.retry === 0 || state.pass > RETRY_PASS_DELAYS.length) break;
-        await sleep(RETRY_PASS_DELAYS[state.pass - 1]!);
+        if (state.retry === 0 || state.pass > state.retryDelaysMs.length) break;
+        await sleep(state.retryDelaysMs[state.pass - 1]!);
         state = { ...state, pass: state.pass + 1, retry: 0, cursors: state.cursors.map(() => null), done: state.done.map(() => false) };
         continue;
       }

@@ -162,6 +162,7 @@ describe('campaign send', () => {
     await waitForStatus(id, 'SENT');
     expect(await receivedCounts(emails)).toEqual(emails.map(() => 1));
     expect((await stats(id)).sent).toBe(60);
+    await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-paused-resumed');
   });
 
   test('cancel while sending: what was sent stays sent, the rest is CANCELLED and never sent', async () => {
@@ -190,6 +191,7 @@ describe('campaign send', () => {
     expect(Math.max(...received)).toBe(1);
     const { rows: wf } = await db().query('select status_reason as "statusReason" from campaigns where id = $1', [id]);
     expect(wf[0].statusReason).toBe('Cancelled through the API');
+    await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-cancelled');
   });
 
   test('a scheduled campaign waits for its time; a moved time is honoured; cancel while scheduled sends nothing', async () => {
@@ -208,6 +210,7 @@ describe('campaign send', () => {
     expect(startedAt).toBeGreaterThanOrEqual(moved.getTime() - 50);
     expect(startedAt).toBeLessThan(first.getTime());
     expect(await receivedCounts(emails)).toEqual([1, 1, 1]);
+    await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-rescheduled');
 
     const other = tagged();
     const b = await audience(other, 2);
@@ -254,6 +257,31 @@ describe('campaign send', () => {
     await gateway.client.workflow.getHandle(workflowIds.campaignSend(id2)).terminate('operator test');
     const failed = await waitForStatus(id2, 'FAILED', 10_000);
     expect(failed.statusReason).toBe('The campaign-send workflow was terminated in Temporal');
+  });
+
+  test('a 5xx is BOUNCED once with its event; a 4xx is retried in a later pass and sent; one that never succeeds ends FAILED', async () => {
+    const tag = tagged();
+    const emails = [`bounce-${tag}@example.com`, `tempfail-1-${tag}@example.com`, `tempfail-9-${tag}@example.com`, `ok-${tag}@example.com`];
+    await seedContacts(project.projectId, emails.length, (i) => ({ email: emails[i]!, data: { tag } }));
+    const id = await createCampaign({ audience_filter: { operator: 'AND', conditions: [{ field: 'data.tag', operator: 'equals', value: tag }] } });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    await waitForStatus(id, 'SENT', 60_000);
+    const { rows } = await db().query(`select to_email as "to", status from emails where campaign_id = $1 order by to_email`, [id]);
+    expect(Object.fromEntries(rows.map((r) => [r.to, r.status]))).toEqual({
+      [emails[0]!]: 'BOUNCED',
+      [emails[1]!]: 'SENT',
+      [emails[2]!]: 'FAILED',
+      [emails[3]!]: 'SENT',
+    });
+    expect(await receivedCounts(emails)).toEqual([0, 1, 0, 1]);
+    // Handed to the relay: the two accepted and the one rejected; the one that kept failing transiently is failed.
+    expect(await stats(id)).toEqual({ audience: 4, sent: 3, skipped: 0, failed: 1 });
+    const { rows: events } = await db().query(
+      `select ev.name from events ev join emails e on e.id = ev.email_id where e.campaign_id = $1 order by ev.name`,
+      [id],
+    );
+    expect(events.map((e) => e.name)).toEqual(['email.bounced']);
+    await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-retry-passes');
   });
 
   test('send refuses a non-DRAFT campaign and a past scheduledFor; two concurrent sends start one run', async () => {

@@ -1,0 +1,171 @@
+// `npm run bench:campaign`: a campaign to every contact of a project (audience ALL), from `POST /campaigns/:id/send`
+// to SENT, through the real stack (embedded Postgres, Temporal dev server, API and worker processes) to a loopback
+// SMTP sink that accepts everything. Reports seconds, messages per second, CPU seconds per process, the worker's peak
+// RSS, and checks that the sink got every recipient exactly once. Loopback only; stops by itself.
+// Options (env): RECIPIENTS (100000), WORKERS (worker processes, 1), BODY (campaign | html: the MJML newsletter of
+// bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS, default the service's), SMTP_POOL_SIZE,
+// WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
+import fs from 'node:fs';
+import { SMTPServer } from 'smtp-server';
+import { startBenchStack, benchProject } from './stack';
+import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
+import { freePort } from '../scripts/services/process';
+
+const RECIPIENTS = Number(process.env.RECIPIENTS ?? 100_000);
+const WORKERS = Number(process.env.WORKERS ?? 1);
+const BODY = process.env.BODY === 'html' ? HTML_BODY : CAMPAIGN_BODY;
+const DOMAIN = 'bench.example.test';
+
+/** A sink that accepts every message and counts deliveries per envelope recipient. */
+async function startCountingSink(port: number) {
+  const perRecipient = new Map<string, number>();
+  let messages = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    size: 50 * 1024 * 1024,
+    onData(stream, session, callback) {
+      stream.on('data', () => undefined);
+      stream.on('end', () => {
+        messages++;
+        for (const r of session.envelope.rcptTo) perRecipient.set(r.address, (perRecipient.get(r.address) ?? 0) + 1);
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { perRecipient, messages: () => messages, url: `smtp://127.0.0.1:${port}`, stop: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const TICK = 100; // clock ticks per second on Linux
+
+/**
+ * CPU seconds (user + system) of this benchmark's processes: itself (with the sink), and its descendants, named by pid
+ * for the API and the workers, by command for the rest (Postgres and its backends, the Temporal dev server).
+ */
+function cpuByProcess(pids: Record<string, number>): Record<string, number> {
+  const procs = new Map<number, { ppid: number; comm: string; seconds: number }>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    procs.set(Number(entry), { ppid: Number(fields[1]), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (Number(fields[11]) + Number(fields[12])) / TICK });
+  }
+  const ours = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 20; p = procs.get(p)?.ppid ?? 0, hops++) if (p === process.pid) return true;
+    return false;
+  };
+  const out: Record<string, number> = {};
+  for (const [pid, p] of procs) {
+    const named = Object.entries(pids).find(([, n]) => n === pid)?.[0];
+    if (!named && !ours(pid)) continue;
+    const group = named ?? (p.comm === 'postgres' || p.comm === 'temporal' ? p.comm : 'other');
+    out[group] = (out[group] ?? 0) + p.seconds;
+  }
+  return out;
+}
+
+/** `VmHWM` (the process's peak since it started, start-up included) or `VmRSS` (now), in MB. */
+function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+async function main() {
+  const sink = await startCountingSink(await freePort());
+  const workerEnv: Record<string, string> = {};
+  if (process.env.PARTITIONS) workerEnv.CAMPAIGN_PARTITIONS = process.env.PARTITIONS;
+  if (process.env.SMTP_POOL_SIZE) workerEnv.SMTP_POOL_SIZE = process.env.SMTP_POOL_SIZE;
+  const stack = await startBenchStack({
+    smtpUrl: sink.url,
+    workers: WORKERS,
+    workerEnv,
+    workerNodeArgs: process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean),
+  });
+  try {
+    const { secretKey, projectId } = await benchProject(stack.apiUrl, stack.db, DOMAIN);
+    const headers = { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' };
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${stack.apiUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      return res.json() as Promise<Record<string, unknown>>;
+    };
+    // The audience, set-based: personal data of the kind the newsletter reads (a name, a plan, credits, picks).
+    const seedStarted = Date.now();
+    await stack.db.query(
+      `insert into contacts (id, project_id, email, subscribed, data)
+       select gen_random_uuid(), $1, 'reader-' || i || '@example.com', true,
+         jsonb_build_object('first_name', case when i % 5 = 0 then null else 'Reader ' || i end, 'plan', (array['free','pro','team'])[i % 3 + 1],
+           'credits', i % 100, 'recommendations', (select jsonb_agg(jsonb_build_object('url', 'https://blog.example.com/posts/' || k || '?ref=' || i,
+             'title', 'A story worth reading, number ' || k || ', about something <interesting> & new',
+             'blurb', '<p>Short <b>summary</b> ' || k || ' with enough words to be truncated somewhere around here, eventually, maybe.</p>')) from generate_series(0, 5) k))
+       from generate_series(1, $2) i`,
+      [projectId, RECIPIENTS],
+    );
+    await stack.db.query('analyze contacts');
+    console.log(`[bench] ${RECIPIENTS} contacts seeded in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s`);
+    const campaign = await call('POST', '/campaigns', {
+      name: 'November issue',
+      subject: '{{ first_name ?? "Hello" }}, the November issue for {{ plan }}',
+      body: BODY,
+      from: `news@${DOMAIN}`,
+      fromName: 'Example News',
+      audienceType: 'ALL',
+    });
+    const id = campaign.id as string;
+    const pids: Record<string, number> = { api: stack.api.child.pid!, bench: process.pid };
+    stack.workers.forEach((w, i) => (pids[`worker${i ? `-${i + 1}` : ''}`] = w.child.pid!));
+    const cpuBefore = cpuByProcess(pids);
+    const workerPids = stack.workers.map((w) => w.child.pid!);
+    const idleRss = workerPids.map((pid) => rssMb(pid, 'VmRSS'));
+    const sendingRss = workerPids.map(() => 0);
+    const sampler = setInterval(() => workerPids.forEach((pid, i) => (sendingRss[i] = Math.max(sendingRss[i]!, rssMb(pid, 'VmRSS')))), 250);
+    const started = Date.now();
+    await call('POST', `/campaigns/${id}/send`, {});
+    let status = '';
+    for (;;) {
+      status = (await call('GET', `/campaigns/${id}`)).status as string;
+      if (['SENT', 'FAILED', 'CANCELLED'].includes(status)) break;
+      if (Date.now() - started > 15 * 60_000) throw new Error('the campaign did not finish within 15 minutes');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const seconds = (Date.now() - started) / 1000;
+    clearInterval(sampler);
+    const cpuAfter = cpuByProcess(pids);
+    const stats = await call('GET', `/campaigns/${id}/stats`).catch((err: unknown) => ({ error: String(err) }));
+    const counts = [...sink.perRecipient.values()];
+    const report = {
+      date: new Date().toISOString().slice(0, 10),
+      recipients: RECIPIENTS,
+      body: process.env.BODY === 'html' ? 'html digest (3.5 KB)' : 'MJML newsletter (25 KB rendered)',
+      workers: WORKERS,
+      status,
+      secondsSendToSent: Math.round(seconds * 10) / 10,
+      messagesPerSecond: Math.round(sink.messages() / seconds),
+      cpuSeconds: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round((v - (cpuBefore[k] ?? 0)) * 10) / 10])),
+      // The worker's resident memory: before the send, its maximum while sending (sampled every 250 ms), and its peak
+      // since start (VmHWM, which includes bundling the workflow code at start-up).
+      workerRssMb: { beforeSend: idleRss, maxWhileSending: sendingRss, peakSinceStart: workerPids.map((pid) => rssMb(pid, 'VmHWM')) },
+      sinkMessages: sink.messages(),
+      distinctRecipients: sink.perRecipient.size,
+      duplicates: counts.reduce((n, c) => n + c - 1, 0),
+      everyRecipientOnce: sink.perRecipient.size === RECIPIENTS && counts.every((c) => c === 1),
+      stats,
+    };
+    console.log(JSON.stringify(report, null, 2));
+  } finally {
+    await stack.stop();
+    await sink.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,25 @@
+import path from 'node:path';
+import { Piscina } from 'piscina';
+import renderBatch, { type RenderTask, type RenderedMessage } from './render-task';
+
+/**
+ * Where campaign messages are rendered: a pool of worker threads (piscina) so a worker process renders on every core
+ * while its main thread talks SMTP and SQL, or inline when `threads` is 0. Threads load render-task.ts through the
+ * same loader as the process (they inherit its `--import tsx`).
+ */
+export interface RenderPool {
+  render(task: RenderTask): Promise<RenderedMessage[]>;
+  close(): Promise<void>;
+}
+
+export function createRenderPool(threads: number): RenderPool {
+  if (threads === 0) return { render: renderBatch, close: async () => undefined };
+  const pool = new Piscina<RenderTask, RenderedMessage[]>({
+    filename: path.join(__dirname, 'render-task.ts'),
+    minThreads: 0,
+    maxThreads: threads,
+    // Idle threads go away, so a worker that sends no campaign holds no render threads.
+    idleTimeout: 60_000,
+  });
+  return { render: (task) => pool.run(task), close: () => pool.destroy() };
+}
