@@ -59,6 +59,16 @@ export function nameText(max: number, messages: { required?: string; tooLong?: s
 /** A pattern for text that goes into a header line: no CR or LF. */
 export const NO_LINE_BREAKS = '^[^\\r\\n]*$';
 
+/** A sender's display name (`fromName` of templates and campaigns): it ends up in the From header, so no line breaks; "" means no name. */
+export const senderName = z
+  .string()
+  .max(200, 'fromName is at most 200 characters')
+  .refine((s) => !/[\r\n]/.test(s), { message: 'fromName cannot contain CR or LF', params: { code: 'header_injection' } })
+  .meta({ pattern: NO_LINE_BREAKS })
+  .trim()
+  .transform((s) => (s === '' ? null : s));
+
+
 /** Query strings arrive as text. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
 

@@ -12,7 +12,8 @@ import { Template } from './templates/template.entity';
 import { ProcessedSnsMessage } from './webhooks/processed-sns-message.entity';
 import { RateLimitWindow } from './rate-limit/rate-limit-window.entity';
 import { Campaign, CampaignStats } from './campaigns/campaign.entity';
+import { CampaignEmailMark, CampaignEventReceipt } from './campaigns/campaign-stats.entity';
 import { OutboxConsumer, OutboxEntry, ProbeReceipt } from './events/outbox.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, Campaign, CampaignStats];
+export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt];

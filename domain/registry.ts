@@ -3,8 +3,10 @@ import { usageRegistry } from './usage/usage-registry';
 import { segmentDeletionGuards } from './segments/segment-guards';
 import { registerSegmentUsage } from './segments/segment-usage';
 import { registerTemplateUsage } from './templates/template-usage';
+import { registerCampaignUsage } from './campaigns/campaign-usage';
 import { EventConsumerRegistry } from './events/event-consumer';
 import { probeConsumer } from './events/event-probe';
+import { campaignStatsConsumer } from './campaigns/campaign-stats';
 
 /**
  * Everything features plug into each other, built once at start-up by the API (api/server.ts) and the worker
@@ -14,7 +16,7 @@ import { probeConsumer } from './events/event-probe';
 export interface Registry {
   /** What references contact fields, event names and templates (usage endpoints, the template delete guard). */
   readonly usage: typeof usageRegistry;
-  /** What may refuse the deletion of a segment (campaigns sending to it). */
+  /** What may refuse the deletion of a segment (active campaigns sending to it). */
   readonly segmentGuards: typeof segmentDeletionGuards;
   /** Who receives recorded events through the outbox; the worker's dispatcher delivers to these. */
   readonly consumers: EventConsumerRegistry;
@@ -27,7 +29,9 @@ export function buildRegistry(cfg: Pick<Config, 'events'>): Registry {
   if (built) return built;
   registerSegmentUsage();
   registerTemplateUsage();
+  registerCampaignUsage();
   const consumers = new EventConsumerRegistry();
+  consumers.register(campaignStatsConsumer);
   if (cfg.events.probe) consumers.register(probeConsumer);
   built = { usage: usageRegistry, segmentGuards: segmentDeletionGuards, consumers };
   return built;

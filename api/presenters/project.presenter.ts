@@ -13,7 +13,12 @@ export const ProjectSchema = z
     secretKeyHint: z.string().meta({ description: 'First characters of the secret key; the key itself is shown only at creation and rotation.' }),
     keysRotatedAt: z.iso.datetime(),
     disabled: z.boolean(),
-    settings: z.object({ trackOpens: z.boolean(), trackClicks: z.boolean(), responseVariant: z.enum(RESPONSE_VARIANTS) }),
+    settings: z.object({
+      trackOpens: z.boolean(),
+      trackClicks: z.boolean(),
+      responseVariant: z.enum(RESPONSE_VARIANTS),
+      campaignSendRate: z.number().int().nullable().meta({ description: "Campaign emails per second; null: the deployment's CAMPAIGN_SEND_RATE." }),
+    }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })

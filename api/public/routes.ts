@@ -77,7 +77,9 @@ export function publicRoutes(routes: Routes, deps: ApiDeps): void {
     },
   });
 
-  const contactOf = (token: string) => tokens.verify(token, 'contact')?.contactId ?? null;
+  /** The contact and, for a link composed into an email, that email (recorded with the subscription change). */
+  const targetOf = (token: string) => tokens.verify(token, 'contact');
+  const contactOf = (token: string) => targetOf(token)?.contactId ?? null;
 
   /** GET: a confirmation page of the state `subscribed` would set; nothing changes. */
   const confirmPage = (subscribed: boolean) => async ({ ctx, params }: { ctx: AppContext; params: { token: string } }) => {
@@ -90,8 +92,8 @@ export function publicRoutes(routes: Routes, deps: ApiDeps): void {
   /** POST: sets the state; repeated posts change nothing more and record nothing more. */
   const applyChange = (subscribed: boolean, via: string) => async ({ ctx, params, body }: { ctx: AppContext; params: { token: string }; body: z.infer<typeof OneClickBody> }) => {
     const oneClick = !subscribed && body['List-Unsubscribe'] === 'One-Click';
-    const contactId = contactOf(params.token);
-    const result = contactId ? await changeSubscription(ctx.state.em, contactId, subscribed, oneClick ? { via, oneClick: true } : { via }) : null;
+    const target = targetOf(params.token);
+    const result = target ? await changeSubscription(ctx.state.em, target, subscribed, oneClick ? { via, oneClick: true } : { via }) : null;
     if (!result) return sendPage(ctx, 404, pages.notFound());
     if (oneClick) {
       // RFC 8058: the mail client only looks at the status; no page to render.
@@ -120,7 +122,8 @@ export function publicRoutes(routes: Routes, deps: ApiDeps): void {
     summary: 'Unsubscribe (also the RFC 8058 one-click target)',
     description:
       'Unsubscribes the contact and records `contact.unsubscribed` with `{ via: "unsubscribe_link" }` (plus `oneClick: true` for ' +
-      'one-click posts) when the state really changes; idempotent. Takes the page\'s form post, an empty body, or the ' +
+      'one-click posts) when the state really changes, with `emailId` set when the link came from an email (a campaign ' +
+      'counts it as its unsubscribe); idempotent. Takes the page\'s form post, an empty body, or the ' +
       'one-click body `List-Unsubscribe=One-Click` (urlencoded or multipart), which is answered with a plain-text 200.',
     tags,
     auth: 'none',
@@ -186,12 +189,12 @@ export function publicRoutes(routes: Routes, deps: ApiDeps): void {
     form: true,
     responses: { ...pageResponses('The new state'), 400: page('`subscribed` missing or not true/false') },
     handler: async ({ ctx, params, body }) => {
-      const contactId = contactOf(params.token);
-      if (!contactId) return sendPage(ctx, 404, pages.notFound());
+      const target = targetOf(params.token);
+      if (!target) return sendPage(ctx, 404, pages.notFound());
       if (body.subscribed !== 'true' && body.subscribed !== 'false') {
         return sendPage(ctx, 400, pages.badRequest('Choose whether to subscribe or unsubscribe.'));
       }
-      const result = await changeSubscription(ctx.state.em, contactId, body.subscribed === 'true', { via: 'manage_page' });
+      const result = await changeSubscription(ctx.state.em, target, body.subscribed === 'true', { via: 'manage_page' });
       if (!result) return sendPage(ctx, 404, pages.notFound());
       return sendPage(ctx, 200, pages.done(result.view, params.token));
     },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NO_LINE_BREAKS, emailString, nameText } from '../validation';
+import { NO_LINE_BREAKS, emailString, nameText, senderName as FromName } from '../validation';
 import { Cursor, Limit } from '../contacts/schema';
 import { TEMPLATE_TYPES } from '../../domain/templates/template.entity';
 import { MAX_TEMPLATE_BODY_BYTES, MAX_TEMPLATE_NAME } from '../../domain/templates/template.service';
@@ -30,14 +30,6 @@ const Type = z.enum(TEMPLATE_TYPES, { error: (issue) => (issue.input === undefin
 
 const From = emailString.meta({ description: 'Sender address; must be on a VERIFIED domain of the project.' });
 
-// A display name ends up in the From header: no line breaks, and "" means no name.
-const FromName = z
-  .string()
-  .max(200, 'fromName is at most 200 characters')
-  .refine((s) => !/[\r\n]/.test(s), { message: 'fromName cannot contain CR or LF', params: { code: 'header_injection' } })
-  .meta({ pattern: NO_LINE_BREAKS })
-  .trim()
-  .transform((s) => (s === '' ? null : s));
 
 const ReplyTo = emailString.meta({ description: 'Reply-To address (any domain).' });
 

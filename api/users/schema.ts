@@ -12,6 +12,14 @@ export const UpdateProjectBody = z
         trackOpens: z.boolean().optional(),
         trackClicks: z.boolean().optional(),
         responseVariant: z.enum(RESPONSE_VARIANTS).optional().meta({ description: 'The response variant of secret-key requests without the Mailwright-Response-Variant header.' }),
+        campaignSendRate: z
+          .number({ error: 'campaignSendRate is a whole number from 1 to 1000000, or null' })
+          .int('campaignSendRate is a whole number from 1 to 1000000, or null')
+          .min(1, 'campaignSendRate is at least 1 (null: the deployment default)')
+          .max(1_000_000, 'campaignSendRate is at most 1000000')
+          .nullable()
+          .optional()
+          .meta({ description: "Campaign emails per second for this project; null: the deployment's CAMPAIGN_SEND_RATE." }),
       })
       .strict()
       .optional(),

@@ -8,13 +8,13 @@ import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { logger } from '../logger';
 import { withTransaction } from '../jobs/job.service';
 import { toPositional } from '../filters';
-import { AppError } from '../errors';
+import { AppError, validationError } from '../errors';
 import { emailDomain } from '../contacts/email-address';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
 import { assertSenderDomain } from '../domains/domain.service';
 import type { SecretBox } from '../domains/secret-box';
 import { dkimFor, isPermanentSmtpFailure, type DkimOptions, type SealedDkimKey, type SmtpError } from '../emails/delivery';
-import { resolveMessage, type TemplateParts } from '../compose/composer';
+import { resolveMessage, type ResolvedMessage, type TemplateParts } from '../compose/composer';
 import type { RenderPool } from './render-pool';
 import type { RenderedMessage, RenderSpec } from './render-task';
 import { audienceWhere } from './audience';
@@ -37,7 +37,7 @@ import { CAMPAIGN_COLUMNS, type CampaignRow, type CampaignStatus } from './campa
  */
 
 /** What the campaign sends, fixed when sending starts (`campaigns.send_content`). */
-export interface SendContent {
+interface SendContent {
   subject: string;
   body: string;
   templateId: string | null;
@@ -112,8 +112,11 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
   return { state: 'ended', status: 'FAILED' };
 }
 
-/** The template resolved under the campaign's own fields, the sender domain checked, tracking settled. */
-async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<SendContent> {
+/**
+ * The message a campaign sends: its template (if any) under its own subject, body and sender, with the sender domain
+ * checked (403 when it is no longer verified). Shared by the send and the test send.
+ */
+export async function resolveCampaignMessage(em: EntityManager, c: CampaignRow): Promise<ResolvedMessage> {
   let template: TemplateParts | undefined;
   if (c.templateId) {
     const [t] = await preparedQuery<TemplateParts>(
@@ -122,7 +125,7 @@ async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<Se
       `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = $1 and project_id = $2`,
       [c.templateId, c.projectId],
     );
-    if (!t) throw new AppError(422, 'VALIDATION_ERROR', 'The campaign\'s template was deleted before the send started');
+    if (!t) throw validationError([{ field: 'templateId', message: "The campaign's template no longer exists", code: 'not_found' }]);
     template = t;
   }
   const resolved = resolveMessage(template, {
@@ -132,6 +135,12 @@ async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<Se
     body: c.body ?? undefined,
   });
   await assertSenderDomain(em, c.projectId, resolved.from.email);
+  return resolved;
+}
+
+/** What the send fixes: the resolved message, tracking settled against the project's settings. */
+async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<SendContent> {
+  const resolved = await resolveCampaignMessage(em, c);
   const settings = await projectSettings(em, c.projectId);
   return {
     subject: resolved.content.subject,

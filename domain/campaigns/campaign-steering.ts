@@ -28,6 +28,15 @@ export interface CampaignSendControl {
 
 const RETURNING = selectList<CampaignRow>(CAMPAIGN_COLUMNS);
 
+/** How far ahead a campaign may be scheduled: far enough for any plan, near enough that a typo (year 2062) is caught. */
+const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 3_600_000;
+
+/** 422 unless `at` is in the future and within MAX_SCHEDULE_AHEAD_MS. */
+function assertScheduleTime(field: 'scheduledFor' | 'scheduledAt', at: Date, now: Date): void {
+  if (at.getTime() <= now.getTime()) throw validationError([{ field, message: 'Must be in the future (omit it to send now)', code: 'in_past' }]);
+  if (at.getTime() - now.getTime() > MAX_SCHEDULE_AHEAD_MS) throw validationError([{ field, message: 'At most a year ahead', code: 'too_far' }]);
+}
+
 /** A campaign of the project (404 otherwise). */
 export async function campaignRow(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
   const [row] = await preparedQuery<CampaignRow>(em, 'campaign_row', `select ${RETURNING} from campaigns where id = $1 and project_id = $2`, [id, projectId]);
@@ -84,7 +93,7 @@ async function wrongStatus(em: EntityManager, projectId: string, id: string, act
  * What a send needs before it may start: content (inline subject and body, or a template that exists), a verified
  * sender domain, and an audience that resolves (the segment exists; the filter is valid). 422/403 otherwise.
  */
-export async function assertSendable(em: EntityManager, c: CampaignRow): Promise<void> {
+async function assertSendable(em: EntityManager, c: CampaignRow): Promise<void> {
   if (c.templateId) {
     const [t] = await preparedQuery<{ id: string }>(em, 'campaign_template_exists', 'select id from templates where id = $1 and project_id = $2', [c.templateId, c.projectId]);
     if (!t) throw validationError([{ field: 'templateId', message: 'The template no longer exists', code: 'not_found' }]);
@@ -119,9 +128,7 @@ export async function sendCampaign(
   const c = await campaignRow(em, projectId, id);
   if (c.status !== 'DRAFT') throw conflict('CAMPAIGN_STATE', `Only a DRAFT campaign can be sent; this one is ${c.status}`, 'Duplicate it to send the same content again.');
   const now = opts.now ?? new Date();
-  if (opts.scheduledFor && opts.scheduledFor.getTime() <= now.getTime()) {
-    throw validationError([{ field: 'scheduledFor', message: 'Must be in the future (omit it to send now)', code: 'in_past' }]);
-  }
+  if (opts.scheduledFor) assertScheduleTime('scheduledFor', opts.scheduledFor, now);
   await assertSendable(em, c);
   const workflowId = `campaign-send/${id}`;
   return persistThenStart({
@@ -144,7 +151,7 @@ export async function sendCampaign(
 
 /** Moves a SCHEDULED campaign's time (PUT/PATCH with `scheduledAt`); the run is woken to re-read it. */
 export async function rescheduleCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string, at: Date, now = new Date()): Promise<CampaignRow> {
-  if (at.getTime() <= now.getTime()) throw validationError([{ field: 'scheduledAt', message: 'Must be in the future', code: 'in_past' }]);
+  assertScheduleTime('scheduledAt', at, now);
   const row = (await transition(em, projectId, id, ['SCHEDULED'], 'SCHEDULED', { scheduledAt: at })) ?? (await wrongStatus(em, projectId, id, 'reschedule', ['SCHEDULED']));
   await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;

@@ -226,7 +226,7 @@ export interface ComposedEmail {
 /** One recipient's email: substitution, the contact's signed links, tracking, the text part and the headers. */
 export function composeEmail(message: PreparedMessage, recipient: ComposeRecipient): ComposedEmail {
   const emailId = recipient.emailId ?? uuidv7();
-  const links = contactLinks(recipient.contactId, message.links);
+  const links = contactLinks(recipient.contactId, message.links, emailId);
   const variables: Record<string, unknown> = {
     ...recipient.data,
     ...(recipient.context === undefined ? {} : { context: recipient.context }),

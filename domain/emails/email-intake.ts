@@ -38,7 +38,11 @@ const columns = <T>(rows: T[], getters: ((row: T) => unknown)[]): unknown[][] =>
 export type NewEmail = Pick<
   EmailRow,
   'id' | 'projectId' | 'kind' | 'templateId' | 'toEmail' | 'toName' | 'fromEmail' | 'fromName' | 'replyTo' | 'subject' | 'html' | 'headers' | 'attachmentIds'
-> & { contactId: string; text: string };
+> & {
+  /** Null for a message to no contact (a campaign's test send to an address that is not a contact). */
+  contactId: string | null;
+  text: string;
+};
 
 export type StartDelivery = (batch: { projectId: string; emailIds: string[] }) => Promise<unknown>;
 

@@ -170,9 +170,13 @@ export interface ContactLinks {
   token: string;
 }
 
-/** A contact's signed subscription links (template variables `unsubscribeUrl`, `subscribeUrl`, `manageUrl`). */
-export function contactLinks(contactId: string, cfg: LinkConfig = config()): ContactLinks {
-  const token = linkTokens(cfg.appSecret).sign({ kind: 'contact', contactId });
+/**
+ * A contact's signed subscription links (template variables `unsubscribeUrl`, `subscribeUrl`, `manageUrl`). Links
+ * composed into an email also sign its id (`emailId`), so the subscription change they make is recorded with that
+ * email (`events.email_id`) and a campaign's unsubscribes are attributed to it; still one signature per recipient.
+ */
+export function contactLinks(contactId: string, cfg: LinkConfig = config(), emailId?: string): ContactLinks {
+  const token = linkTokens(cfg.appSecret).sign({ kind: 'contact', contactId, emailId });
   const unsubscribeUrl = `${cfg.publicUrl}${PUBLIC_PATHS.unsubscribe}${token}`;
   return {
     unsubscribeUrl,

@@ -4,8 +4,12 @@ import { UUID_RE } from '../ids';
 /**
  * Signed tokens for the public tracking and subscription links. A token is base64url(payload || mac):
  *
- *   payload = version (1 byte) | kind (1 byte) | id (16 bytes, a UUID) | for clicks: the target URL (UTF-8)
+ *   payload = version (1 byte) | kind (1 byte) | id (16 bytes, a UUID) | for clicks: the target URL (UTF-8);
+ *             for contact links composed into an email: that email's id (16 bytes)
  *   mac     = HMAC-SHA256(key, payload), first 16 bytes
+ *
+ * A contact token names the email it was composed for, so an unsubscribe is attributed to that email (and its
+ * campaign) with one signature per recipient; contact tokens without it, sent before, keep verifying.
  *
  * The key is derived from APP_SECRET with HKDF-SHA256 under its own label, so it is independent of the DKIM sealing
  * key (SecretBox) derived from the same secret. Tokens carry everything needed to act (the email or contact id, the
@@ -27,7 +31,7 @@ export type TokenKind = keyof typeof KINDS;
 export type TokenPayload =
   | { kind: 'open'; emailId: string }
   | { kind: 'click'; emailId: string; url: string }
-  | { kind: 'contact'; contactId: string };
+  | { kind: 'contact'; contactId: string; emailId?: string };
 
 type PayloadOf<K extends TokenKind> = Extract<TokenPayload, { kind: K }>;
 
@@ -55,6 +59,7 @@ export class LinkTokens {
     const id = payload.kind === 'contact' ? payload.contactId : payload.emailId;
     const parts = [Buffer.from([VERSION, KINDS[payload.kind]]), uuidBytes(id)];
     if (payload.kind === 'click') parts.push(Buffer.from(payload.url, 'utf8'));
+    else if (payload.kind === 'contact' && payload.emailId !== undefined) parts.push(uuidBytes(payload.emailId));
     const body = Buffer.concat(parts);
     return Buffer.concat([body, this.mac(body)]).toString('base64url');
   }
@@ -74,7 +79,8 @@ export class LinkTokens {
       case 'open':
         return rest.length === 0 ? ({ kind, emailId: id } as PayloadOf<K>) : null;
       case 'contact':
-        return rest.length === 0 ? ({ kind, contactId: id } as PayloadOf<K>) : null;
+        if (rest.length === 0) return { kind, contactId: id } as PayloadOf<K>;
+        return rest.length === ID_BYTES ? ({ kind, contactId: id, emailId: uuidString(rest) } as PayloadOf<K>) : null;
       default:
         return rest.length > 0 ? ({ kind, emailId: id, url: rest.toString('utf8') } as PayloadOf<K>) : null;
     }

@@ -68,15 +68,21 @@ export async function findSubscription(em: EntityManager, contactId: string): Pr
   return row ?? null;
 }
 
+/** Whom a public link names: its contact and, for links composed into an email, that email. */
+export interface LinkTarget {
+  contactId: string;
+  emailId?: string;
+}
+
 /**
  * Sets a contact's subscription from a public link. The change and its `contact.subscribed` /
- * `contact.unsubscribed` event (data `source`, e.g. `{ via: 'unsubscribe_link' }`) are one statement, and the update
- * only matches a row still in the other state, so concurrent or repeated posts record the change once. Null when the
- * contact does not exist.
+ * `contact.unsubscribed` event (data `source`, e.g. `{ via: 'unsubscribe_link' }`; `email_id` the link's email, so a
+ * campaign's unsubscribes are attributed to it) are one statement, and the update only matches a row still in the
+ * other state, so concurrent or repeated posts record the change once. Null when the contact does not exist.
  */
 export async function changeSubscription(
   em: EntityManager,
-  contactId: string,
+  target: LinkTarget,
   subscribed: boolean,
   source: Record<string, unknown>,
 ): Promise<{ view: SubscriptionView; changed: boolean } | null> {
@@ -90,16 +96,16 @@ export async function changeSubscription(
        returning id, project_id
      ),
      ev as (
-       insert into events (id, project_id, contact_id, name, data, source, created_at)
+       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
        select $3::uuid, u.project_id, u.id, case when $2::boolean then 'contact.subscribed' else 'contact.unsubscribed' end,
-              $4::jsonb, 'SYSTEM', now()
+              $4::jsonb, 'SYSTEM', $5::uuid, now()
        from updated u
        returning created_at
      )
      select c.id as "contactId", c.email, p.name as "projectName", ev.created_at as "eventAt"
      from contacts c join projects p on p.id = c.project_id left join ev on true
      where c.id = $1::uuid`,
-    [contactId, subscribed, eventId, JSON.stringify(source)],
+    [target.contactId, subscribed, eventId, JSON.stringify(source), target.emailId ?? null],
   );
   if (!row) return null;
   const { eventAt, ...view } = row;

@@ -14,7 +14,7 @@ import type { Duration } from '@temporalio/common';
 import type { CampaignActivities } from '../activities/campaign.activities';
 import { campaignWakeSignal } from '../definitions';
 
-export interface CampaignSendInput {
+interface CampaignSendInput {
   projectId: string;
   campaignId: string;
   /** When to start (ISO); null: now. The database's `scheduled_at` is the truth; this is the first guess. */
@@ -38,7 +38,7 @@ interface SendingState {
   totals: { sent: number; skipped: number; rejected: number };
 }
 
-export interface CampaignSendResult {
+interface CampaignSendResult {
   status: string;
   audience: number;
   sent: number;

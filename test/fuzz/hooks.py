@@ -52,6 +52,13 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
     # The same, plus: `condition` changes dynamic segments only; the segment's type is server state.
     ("PATCH /segments/{id}", 422, "VALIDATION_ERROR", frozenset({*FILTER_SEMANTICS, "static_segment"})):
         "filter semantics beyond its shape, or the segment is static (server state)",
+    # A campaign's `audienceFilter` is the same Filter component, checked by the same validator before anything else.
+    ("POST /campaigns", 422, "VALIDATION_ERROR", frozenset(FILTER_SEMANTICS)):
+        "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
+    ("PUT /campaigns/{id}", 422, "VALIDATION_ERROR", frozenset(FILTER_SEMANTICS)):
+        "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
+    ("PATCH /campaigns/{id}", 422, "VALIDATION_ERROR", frozenset(FILTER_SEMANTICS)):
+        "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
     # A sender address must be on a VERIFIED domain of the project (SPEC; field code `unverified_domain`): server
     # state, not shape.
     ("POST /v1/send", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):

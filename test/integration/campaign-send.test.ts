@@ -176,7 +176,7 @@ describe('campaign send', () => {
     await waitForStatus(id, 'CANCELLED');
     // The run settles the rest once its activities stopped.
     const deadline = Date.now() + 30_000;
-    let counts: Record<string, number> = {};
+    let counts: Record<string, number>;
     for (;;) {
       const { rows } = await db().query(`select status, count(*)::int as n from emails where campaign_id = $1 group by status`, [id]);
       counts = Object.fromEntries(rows.map((r) => [r.status, r.n]));

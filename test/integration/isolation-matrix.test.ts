@@ -95,6 +95,7 @@ interface World {
   emailId: string;
   templateId: string;
   segmentId: string;
+  campaignId: string;
   domainId: string;
   importJobId: string;
   bulkJobId: string;
@@ -120,6 +121,7 @@ const PARAMS: Record<string, ParamKind> = {
   'emails/{id}': { kind: 'owned', value: (w) => w.emailId },
   'templates/{id}': { kind: 'owned', value: (w) => w.templateId },
   'segments/{id}': { kind: 'owned', value: (w) => w.segmentId },
+  'campaigns/{id}': { kind: 'owned', value: (w) => w.campaignId },
   'domains/{id}': { kind: 'owned', value: (w) => w.domainId },
   'project/{projectId}': { kind: 'owned', value: (w) => w.b.projectId },
   'projects/{id}': { kind: 'owned', value: (w) => w.b.projectId },
@@ -372,6 +374,14 @@ async function buildWorld(): Promise<World> {
     'segment',
   );
   await ok(api('POST', `/segments/${segment.id}/compute`, { key: b.secretKey }), 200, 'segment compute');
+  const campaign = await ok(
+    api('POST', '/campaigns', {
+      key: b.secretKey,
+      body: { name: 'B campaign', subject: 'Hi', body: '<p>B</p>', from: `b@${domain}`, audienceType: 'SEGMENT', segmentId: segment.id },
+    }),
+    201,
+    'campaign',
+  );
   const sent = await ok(api('POST', '/v1/send', { key: b.secretKey, body: { to: contactEmail, template: template.id } }), 200, 'send');
   const emailId: string = sent.data.emails[0].email;
   await waitForEmailStatus(emailId, 'SENT');
@@ -402,12 +412,13 @@ async function buildWorld(): Promise<World> {
     emailId,
     templateId: template.id,
     segmentId: segment.id,
+    campaignId: campaign.id,
     domainId: created.id,
     importJobId,
     bulkJobId: bulk.jobId,
     fieldName,
     eventName,
-    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, emailId, created.id, importJobId, bulk.jobId],
+    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, emailId, created.id, importJobId, bulk.jobId],
   };
 }
 

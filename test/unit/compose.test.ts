@@ -46,7 +46,7 @@ async function previousPipeline(
   tracking: { opens: boolean; clicks: boolean },
   kind: 'MARKETING' | 'TRANSACTIONAL',
 ) {
-  const links = contactLinks(contactId, cfg);
+  const links = contactLinks(contactId, cfg, emailId); // since issue 14 the links name the email they are composed into
   const variables = {
     ...data,
     id: contactId,
@@ -249,19 +249,22 @@ describe('composeEmail', () => {
     );
     const contactId = randomUUID();
     const data = { plan: 'pro', email: 'spoofed@example.com', id: 'spoofed', unsubscribeUrl: 'https://evil.example' };
-    const withContext = composeEmail(message, { contactId, email: 'real@example.com', data, context: { order: 'A-1' } });
+    const emailId = randomUUID();
+    const withContext = composeEmail(message, { contactId, email: 'real@example.com', data, context: { order: 'A-1' }, emailId });
     expect(withContext.html).toContain(`<p>pro|real@example.com|${contactId}|A-1|`);
-    expect(withContext.html).toContain(`href="${contactLinks(contactId, cfg).subscribeUrl}"`);
+    expect(withContext.html).toContain(`href="${contactLinks(contactId, cfg, emailId).subscribeUrl}"`);
     const without = composeEmail(message, { contactId, email: 'real@example.com', data: { ...data, context: 'data' } });
     expect(without.html).toContain(`|${contactId}||data|real@example.com</p>`);
     expect(without.headers).toEqual({});
   });
 
-  test('marketing mail gets the contact-signed List-Unsubscribe pair next to the custom headers; transactional mail only its own', async () => {
+  test('marketing mail gets the List-Unsubscribe pair, signed for the contact and this email, next to the custom headers; transactional mail only its own', async () => {
     const contactId = randomUUID();
+    const emailId = randomUUID();
     const headers = { 'X-Campaign': 'nov' };
-    const marketing = composeEmail(await prepareMessage(input('<p>x</p>', { headers })), { contactId, email: 'r@example.com' });
-    expect(marketing.headers).toEqual({ 'X-Campaign': 'nov', ...listUnsubscribeHeaders(contactLinks(contactId, cfg), FROM.email, cfg) });
+    const marketing = composeEmail(await prepareMessage(input('<p>x</p>', { headers })), { contactId, email: 'r@example.com', emailId });
+    expect(marketing.headers).toEqual({ 'X-Campaign': 'nov', ...listUnsubscribeHeaders(contactLinks(contactId, cfg, emailId), FROM.email, cfg) });
+    expect(linkTokens(cfg.appSecret).verify(contactLinks(contactId, cfg, emailId).token, 'contact')).toEqual({ kind: 'contact', contactId, emailId });
     expect(marketing.headers['List-Unsubscribe']).toMatch(/^<https:\/\/mail\.example\.com\/unsubscribe\/[\w-]+>, <mailto:unsubscribe@mail\.shop\.example\?subject=unsubscribe%20[\w-]+>$/);
     expect(marketing.headers['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
     const transactional = composeEmail(await prepareMessage(input('<p>x</p>', { headers, kind: 'TRANSACTIONAL' })), { contactId, email: 'r@example.com' });

@@ -21,6 +21,28 @@ describe('link tokens', () => {
     expect(tokens.verify(tokens.sign({ kind: 'open', emailId }), 'open')).toEqual({ kind: 'open', emailId });
     expect(tokens.verify(tokens.sign({ kind: 'click', emailId, url }), 'click')).toEqual({ kind: 'click', emailId, url });
     expect(tokens.verify(tokens.sign({ kind: 'contact', contactId }), 'contact')).toEqual({ kind: 'contact', contactId });
+    expect(tokens.verify(tokens.sign({ kind: 'contact', contactId, emailId }), 'contact')).toEqual({ kind: 'contact', contactId, emailId });
+  });
+
+  test('contact tokens without an email id, as sent before emails were named, keep verifying (same bytes as then)', () => {
+    const contactId = randomUUID();
+    // The earlier format, written out: version 1, kind 3, the contact id, HMAC over those 18 bytes.
+    const key = Buffer.from(hkdfSync('sha256', Buffer.from(cfg.appSecret, 'utf8'), Buffer.alloc(0), 'mailwright/link-tokens/v1', 32));
+    const body = Buffer.concat([Buffer.from([1, 3]), Buffer.from(contactId.replace(/-/g, ''), 'hex')]);
+    const earlier = Buffer.concat([body, createHmac('sha256', key).update(body).digest().subarray(0, 16)]).toString('base64url');
+    expect(tokens.verify(earlier, 'contact')).toEqual({ kind: 'contact', contactId });
+    expect(tokens.sign({ kind: 'contact', contactId })).toBe(earlier);
+  });
+
+  test('a contact token carries the email id only as a whole UUID: other trailing lengths are refused even when signed', () => {
+    const contactId = randomUUID();
+    const key = Buffer.from(hkdfSync('sha256', Buffer.from(cfg.appSecret, 'utf8'), Buffer.alloc(0), 'mailwright/link-tokens/v1', 32));
+    const signed = (extra: Buffer) => {
+      const body = Buffer.concat([Buffer.from([1, 3]), Buffer.from(contactId.replace(/-/g, ''), 'hex'), extra]);
+      return Buffer.concat([body, createHmac('sha256', key).update(body).digest().subarray(0, 16)]).toString('base64url');
+    };
+    expect(tokens.verify(signed(Buffer.from(emailId.replace(/-/g, ''), 'hex')), 'contact')).toEqual({ kind: 'contact', contactId, emailId });
+    for (const n of [1, 15, 17, 32]) expect(tokens.verify(signed(Buffer.alloc(n, 7)), 'contact')).toBeNull();
   });
 
   test('tokens are compact and URL-safe (base64url, no padding)', () => {
@@ -28,6 +50,8 @@ describe('link tokens', () => {
     expect(open).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(open.length).toBeLessThanOrEqual(48);
     expect(tokens.sign({ kind: 'contact', contactId: emailId }).length).toBeLessThanOrEqual(48);
+    // With the email it was composed for: 16 bytes more (it goes into List-Unsubscribe and the mailto subject too).
+    expect(tokens.sign({ kind: 'contact', contactId: randomUUID(), emailId })).toMatch(/^[A-Za-z0-9_-]{67}$/);
   });
 
   test('URLs with any characters round-trip exactly', () => {
@@ -46,6 +70,17 @@ describe('link tokens', () => {
     const token = tokens.sign({ kind: 'click', emailId, url: 'https://example.com/a' });
     const length = Buffer.from(token, 'base64url').length;
     for (let i = 0; i < length; i++) expect(tokens.verify(tamper(token, i), 'click')).toBeNull();
+  });
+
+  test("any flipped bit of a contact token naming an email is refused (header, contact, email and mac), so an email can't be swapped in", () => {
+    const token = tokens.sign({ kind: 'contact', contactId: randomUUID(), emailId });
+    const length = Buffer.from(token, 'base64url').length;
+    expect(length).toBe(50);
+    for (let i = 0; i < length; i++) expect(tokens.verify(tamper(token, i), 'contact')).toBeNull();
+  });
+
+  test('signing refuses an email id in a contact token that is not a UUID', () => {
+    expect(() => tokens.sign({ kind: 'contact', contactId: randomUUID(), emailId: 'nope' })).toThrow(/UUID/);
   });
 
   test('a token of one kind is not accepted as another kind', () => {
@@ -179,6 +214,19 @@ describe('contact links and List-Unsubscribe', () => {
       token,
     });
     expect(contactLinks(randomUUID(), cfg).unsubscribeUrl).not.toBe(links.unsubscribeUrl);
+  });
+
+  test('links composed into an email sign its id too (one token for all three links), and each email gets its own', () => {
+    const links = contactLinks(contactId, cfg, emailId);
+    const token = links.unsubscribeUrl.split('/').pop()!;
+    expect(links.token).toBe(token);
+    expect(tokens.verify(token, 'contact')).toEqual({ kind: 'contact', contactId, emailId });
+    expect([links.subscribeUrl, links.manageUrl, links.oneClickUrl].map((u) => u.split('/').pop())).toEqual([token, token, token]);
+    expect(contactLinks(contactId, cfg, randomUUID()).token).not.toBe(token);
+    expect(contactLinks(contactId, cfg).token).not.toBe(token);
+    expect(listUnsubscribeHeaders(links, 'a@b.example', cfg)['List-Unsubscribe']).toBe(
+      `<https://mail.example.com/unsubscribe/${token}>, <mailto:unsubscribe@b.example?subject=unsubscribe%20${token}>`,
+    );
   });
 
   test('List-Unsubscribe has the https URL and a mailto on the sender domain; List-Unsubscribe-Post is one-click', () => {

@@ -1,0 +1,181 @@
+import { z } from 'zod';
+import { NO_LINE_BREAKS, emailString, nameText, senderName as FromName } from '../validation';
+import { Cursor, Limit } from '../contacts/schema';
+import { FilterSchema } from '../../domain/filters';
+import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from '../../domain/campaigns/campaign.entity';
+import { MAX_TEMPLATE_BODY_BYTES } from '../../domain/templates/template.service';
+
+const Name = nameText(
+  200,
+  { required: 'name is required', tooLong: 'name is at most 200 characters' },
+  z.string({ error: (issue) => (issue.input === undefined ? 'name is required' : 'name must be a string') }),
+);
+
+const Description = z.string().max(2000, 'description is at most 2000 characters');
+
+const Subject = z
+  .string()
+  .min(1, 'subject cannot be empty (set null to use the template\'s)')
+  .max(998, 'subject is at most 998 characters')
+  .refine((s) => !/[\r\n]/.test(s), { message: 'subject cannot contain newlines', params: { code: 'invalid_subject' } })
+  .meta({ description: 'Liquid template, 1 to 998 characters, no CR or LF. Overrides the template\'s subject when `templateId` is set.', pattern: NO_LINE_BREAKS });
+
+const Body = z
+  .string()
+  .min(1, 'body cannot be empty (set null to use the template\'s)')
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_TEMPLATE_BODY_BYTES, {
+    message: `body is at most ${MAX_TEMPLATE_BODY_BYTES / 1024} KB (${MAX_TEMPLATE_BODY_BYTES} bytes of UTF-8)`,
+    params: { code: 'too_big' },
+  })
+  .meta({ description: `HTML or MJML with Liquid, at most ${MAX_TEMPLATE_BODY_BYTES} bytes of UTF-8. Overrides the template's body when \`templateId\` is set.` });
+
+const TemplateId = z.uuid({ error: 'templateId must be a template id (UUID)' }).meta({
+  description: 'A stored template of the project supplying subject and body; an explicit `subject` or `body` overrides its own when the campaign is sent.',
+});
+
+const From = emailString.meta({ description: 'Sender address; must be on a VERIFIED domain of the project (403 DOMAIN_NOT_VERIFIED).' });
+
+
+const ReplyTo = emailString.meta({ description: 'Reply-To address (any domain).' });
+
+const AudienceType = z.enum(AUDIENCE_TYPES, {
+  error: (issue) => (issue.input === undefined ? 'audienceType is required (ALL, SEGMENT or FILTERED)' : 'audienceType is ALL, SEGMENT or FILTERED'),
+});
+
+const SegmentId = z.uuid({ error: 'segmentId must be a segment id (UUID)' }).meta({ description: 'Required when audienceType is SEGMENT, refused otherwise.' });
+
+const Tracking = (what: string) => z.boolean().nullable().meta({ description: `Track ${what} for this campaign; null (default) follows the project's setting.` });
+
+/** RFC 3339 date-time (the document's `date-time`), seconds required, never a leap second (Date cannot hold one). */
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})[Tt](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
+
+/** Whether the calendar has the date (Date itself would turn February 30th into March 1st). */
+function isRealDate(s: string): boolean {
+  const parts = INSTANT.exec(s);
+  if (!parts) return true; // the pattern's own issue says what is wrong
+  const [y, m, d] = parts.slice(1, 4).map(Number) as [number, number, number];
+  return m >= 1 && m <= 12 && d >= 1 && d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
+}
+
+/** An instant: an RFC 3339 date-time with a time zone (`Z` or an offset), as a Date. */
+const Instant = (field: string) =>
+  z
+    .string()
+    .regex(INSTANT, { error: `${field} must be an RFC 3339 date-time with seconds and a time zone, e.g. 2030-01-31T09:00:00Z` })
+    .refine(isRealDate, { message: `${field} is not a date of the calendar`, params: { code: 'invalid_date' } })
+    .transform((s) => new Date(s))
+    .meta({ format: 'date-time', pattern: INSTANT.source });
+
+const fields = {
+  name: Name,
+  description: Description.nullable().optional(),
+  subject: Subject.nullable().optional(),
+  body: Body.nullable().optional(),
+  templateId: TemplateId.nullable().optional(),
+  from: From,
+  fromName: FromName.nullable().optional(),
+  replyTo: ReplyTo.nullable().optional(),
+  audienceType: AudienceType,
+  segmentId: SegmentId.nullable().optional(),
+  // A union rather than .nullable(): the Filter component's own JSON Schema (type: object) would hide the null.
+  audienceFilter: z
+    .union([FilterSchema, z.null()])
+    .optional()
+    .meta({ description: 'Required when audienceType is FILTERED, refused otherwise; the filter language of segments (null: none).' }),
+  trackOpens: Tracking('opens').optional(),
+  trackClicks: Tracking('clicks').optional(),
+};
+
+/**
+ * The rules between fields, checked by the service (domain/campaigns/campaign.service.ts) and stated here for clients
+ * that validate against the document: content is a template or both subject and body, and the audience takes exactly
+ * the reference its type needs.
+ */
+const WHOLE_CAMPAIGN_RULES = {
+  allOf: [
+    {
+      anyOf: [
+        { title: 'Stored template', required: ['templateId'], properties: { templateId: { type: 'string' } } },
+        { title: 'Inline content', required: ['subject', 'body'], properties: { subject: { type: 'string' }, body: { type: 'string' } } },
+      ],
+    },
+    {
+      oneOf: [
+        { title: 'Every subscribed contact', properties: { audienceType: { const: 'ALL' }, segmentId: { type: 'null' }, audienceFilter: { type: 'null' } } },
+        { title: 'A segment', required: ['segmentId'], properties: { audienceType: { const: 'SEGMENT' }, segmentId: { type: 'string' }, audienceFilter: { type: 'null' } } },
+        { title: 'A filter', required: ['audienceFilter'], properties: { audienceType: { const: 'FILTERED' }, audienceFilter: { type: 'object' }, segmentId: { type: 'null' } } },
+      ],
+    },
+  ],
+  example: {
+    name: 'Spring sale',
+    subject: 'Hello {{ first_name ?? there }}',
+    body: '<p>Our spring sale starts today.</p><p><a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>',
+    from: 'news@example.com',
+    audienceType: 'ALL',
+  },
+};
+
+export const CreateCampaignBody = z
+  .object(fields)
+  .strict()
+  .meta({ id: 'CreateCampaignRequest', ...WHOLE_CAMPAIGN_RULES });
+
+const ScheduledAt = Instant('scheduledAt').meta({
+  description: 'A SCHEDULED campaign only: a new time in the future moves its send. A DRAFT is scheduled with POST /campaigns/:id/send { scheduledFor }.',
+});
+
+export const ReplaceCampaignBody = z
+  .object({ ...fields, scheduledAt: ScheduledAt.optional() })
+  .strict()
+  .meta({ id: 'ReplaceCampaignRequest', ...WHOLE_CAMPAIGN_RULES });
+
+export const UpdateCampaignBody = z
+  .object({
+    name: Name.optional(),
+    description: fields.description,
+    subject: fields.subject,
+    body: fields.body,
+    templateId: fields.templateId,
+    from: From.optional(),
+    fromName: fields.fromName,
+    replyTo: fields.replyTo,
+    audienceType: AudienceType.optional(),
+    segmentId: fields.segmentId,
+    audienceFilter: fields.audienceFilter,
+    trackOpens: fields.trackOpens,
+    trackClicks: fields.trackClicks,
+    scheduledAt: ScheduledAt.optional(),
+  })
+  .strict()
+  .meta({ id: 'UpdateCampaignRequest' });
+
+export const ListCampaignsQuery = z.object({
+  limit: Limit,
+  cursor: Cursor,
+  status: z.enum(CAMPAIGN_STATUSES, { error: `status is one of ${CAMPAIGN_STATUSES.join(', ')}` }).optional(),
+  search: z.string().max(200).optional().meta({ description: 'Case-insensitive substring of the name.' }),
+});
+
+export const CampaignIdParams = z.object({ id: z.uuid({ error: 'Must be a campaign id (UUID)' }) });
+
+export const SendCampaignBody = z
+  .object({
+    scheduledFor: Instant('scheduledFor')
+      .optional()
+      .meta({ description: 'Send at this time (in the future) instead of now: the campaign becomes SCHEDULED.' }),
+  })
+  .strict()
+  .meta({ id: 'SendCampaignRequest' });
+
+export const TestCampaignBody = z
+  .object({ email: emailString.meta({ description: 'The one address to send the test to.' }) })
+  .strict()
+  .meta({ id: 'TestCampaignRequest' });
+
+export const TestCampaignResponse = z
+  .object({
+    emailId: z.string().meta({ description: 'The test email (GET /emails/:id).' }),
+    to: z.string(),
+  })
+  .meta({ id: 'CampaignTestSend' });
