@@ -103,7 +103,7 @@ export async function deliverBatch(
     'delivery_claim',
     `with claimed as (
        update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
-       where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING')
+       where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
        returning ${selectList<ClaimedEmail>(CLAIMED_COLUMNS)}
      )
      select c.*, ct.subscribed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
@@ -235,7 +235,8 @@ export async function markEmailsFailed(em: EntityManager, emailIds: string[], re
 }
 
 /**
- * Emails still QUEUED long after they were accepted: their delivery workflow never ran (the API process died between
+ * Emails still QUEUED long after they were accepted: their delivery workflow never ran (a campaign's QUEUED rows are
+ * its own send's to walk, however long it is paused, and have no body to deliver: never these) (the API process died between
  * storing them and starting it, or an operator terminated it). Grouped by the delivery workflow id stored with them.
  */
 export async function findStrandedEmails(
@@ -244,7 +245,7 @@ export async function findStrandedEmails(
 ): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {
   const rows = await em.execute<{ projectId: string; workflowId: string | null; id: string }[]>(
     `select project_id as "projectId", workflow_id as "workflowId", id from emails
-     where status = 'QUEUED' and created_at < now() - make_interval(secs => ?)
+     where status = 'QUEUED' and created_at < now() - make_interval(secs => ?) and campaign_id is null
      order by id limit ?`,
     [opts.olderThanMs / 1000, opts.limit],
   );

@@ -10,6 +10,7 @@ import { TemporalGateway } from '../../temporal/client';
 import { workflowIds } from '../../temporal/definitions';
 import { cancelCampaign, campaignRow, mirrorTemporal, pauseCampaign, rescheduleCampaign, resumeCampaign, sendCampaign } from '../../domain/campaigns/campaign-steering';
 import type { CampaignRow } from '../../domain/campaigns/campaign.entity';
+import { findStrandedEmails } from '../../domain/emails/delivery';
 
 /**
  * The send engine end to end: the steering functions the API calls (with the real Temporal gateway), the
@@ -163,6 +164,21 @@ describe('campaign send', () => {
     expect(await receivedCounts(emails)).toEqual(emails.map(() => 1));
     expect((await stats(id)).sent).toBe(60);
     await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-paused-resumed');
+  });
+
+  test("a paused campaign's QUEUED rows are never taken for stranded transactional mail (the sweeper leaves them)", async () => {
+    await setRate(5);
+    const a = await audience(tagged(), 30);
+    const id = await createCampaign({ audience_filter: a.filter });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    while ((await db().query('select count(*)::int as n from emails where campaign_id = $1', [id])).rows[0].n < 30) await new Promise((r) => setTimeout(r, 50));
+    await pauseCampaign(em(), gateway, project.projectId, id);
+    await db().query(`update emails set created_at = now() - interval '1 day' where campaign_id = $1`, [id]);
+    const stranded = (await findStrandedEmails(em(), { olderThanMs: 0, limit: 100_000 })).flatMap((g) => g.emailIds);
+    const { rows } = await db().query(`select id from emails where campaign_id = $1 and status = 'QUEUED'`, [id]);
+    expect(rows.length).toBeGreaterThan(0);
+    expect(stranded.filter((e) => rows.some((r) => r.id === e))).toEqual([]);
+    await cancelCampaign(em(), gateway, project.projectId, id);
   });
 
   test('cancel while sending: what was sent stays sent, the rest is CANCELLED and never sent', async () => {
