@@ -3,7 +3,7 @@
 // SMTP sink that accepts everything. Reports seconds, messages per second, CPU seconds per process, the worker's peak
 // RSS, and checks that the sink got every recipient exactly once. Loopback only; stops by itself.
 // Options (env): RECIPIENTS (100000), WORKERS (worker processes, 1), BODY (campaign | html: the MJML newsletter of
-// bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS, default the service's), SMTP_POOL_SIZE,
+// bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS), any CAMPAIGN_* setting, SMTP_POOL_SIZE,
 // WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
 import fs from 'node:fs';
 import { SMTPServer } from 'smtp-server';
@@ -79,9 +79,10 @@ function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
 
 async function main() {
   const sink = await startCountingSink(await freePort());
-  const workerEnv: Record<string, string> = {};
+  // The worker's campaign settings (CAMPAIGN_PARTITIONS, CAMPAIGN_CHUNK_SIZE, CAMPAIGN_RENDER_THREADS, ...) and
+  // SMTP_POOL_SIZE pass through from this environment.
+  const workerEnv = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && (k.startsWith('CAMPAIGN_') || k === 'SMTP_POOL_SIZE'))) as Record<string, string>;
   if (process.env.PARTITIONS) workerEnv.CAMPAIGN_PARTITIONS = process.env.PARTITIONS;
-  if (process.env.SMTP_POOL_SIZE) workerEnv.SMTP_POOL_SIZE = process.env.SMTP_POOL_SIZE;
   const stack = await startBenchStack({
     smtpUrl: sink.url,
     workers: WORKERS,

@@ -116,7 +116,7 @@ const schema = z
     OUTBOX_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(12),
     CAMPAIGN_SEND_RATE: z.coerce.number().int().min(0).max(1_000_000).default(0),
     CAMPAIGN_PARTITIONS: z.coerce.number().int().min(1).max(64).default(2),
-    CAMPAIGN_CHUNK_SIZE: z.coerce.number().int().min(1).max(5_000).default(250),
+    CAMPAIGN_CHUNK_SIZE: z.coerce.number().int().min(1).max(5_000).default(1000),
     CAMPAIGN_RENDER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
     CAMPAIGN_RETRY_DELAYS: z
       .string()

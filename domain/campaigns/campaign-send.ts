@@ -218,7 +218,7 @@ type Outcome =
   | { kind: 'invalid'; id: string; reason: string };
 
 /** Outcomes wait at most this long (or for FLUSH_COUNT of them) before they are recorded: the re-send window of a crash. */
-const FLUSH_MS = 15;
+const FLUSH_MS = 25;
 const FLUSH_COUNT = 200;
 
 /** Recipients rendered per task of the render pool: large enough to amortize the hand-over, small enough to overlap. */
