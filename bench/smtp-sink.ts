@@ -18,6 +18,7 @@ export async function startSmtpSink(port: number) {
       });
     },
   });
+  server.on('error', () => undefined); // a client killed mid-transaction resets its connections; nothing to do
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { state, url: `smtp://127.0.0.1:${port}`, stop: () => new Promise<void>((r) => server.close(() => r())) };
 }

@@ -1,4 +1,8 @@
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { NativeConnection, Worker, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { config } from '../domain/config';
 import { initOrm } from '../domain/orm';
@@ -9,6 +13,16 @@ import { createRenderPool } from '../domain/campaigns/render-pool';
 import { TemporalGateway } from './client';
 import { buildRegistry } from '../domain/registry';
 import { EventDispatcher, DEFAULT_RETRY } from '../domain/events/event-dispatcher';
+
+/**
+ * Bundles the workflow code in a short-lived child process (same Node flags, so the TypeScript loader too) and
+ * returns the file: webpack's memory is the child's and goes with it, instead of staying in the worker's heap.
+ */
+async function bundleWorkflowsInChild(): Promise<string> {
+  const out = path.join(os.tmpdir(), `mailwright-workflows-${process.pid}-${Date.now()}.js`);
+  await promisify(execFile)(process.execPath, [...process.execArgv, path.join(__dirname, 'bundle-workflows.ts'), out]);
+  return out;
+}
 
 /** Builds a worker for the configured task queue with the real activities. */
 export async function createWorker() {
@@ -24,6 +38,7 @@ export async function createWorker() {
     },
     telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
   });
+  const bundle = await bundleWorkflowsInChild();
   const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
   const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
   const renderPool = createRenderPool(cfg.campaigns.renderThreads);
@@ -32,7 +47,7 @@ export async function createWorker() {
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
-    workflowsPath: path.join(__dirname, 'workflows'),
+    workflowBundle: { codePath: bundle },
     activities: createActivities({ orm, transport, config: cfg, renderPool }),
     maxConcurrentActivityTaskExecutions: 100,
     maxConcurrentWorkflowTaskExecutions: 100,
@@ -40,6 +55,7 @@ export async function createWorker() {
   const close = async () => {
     transport.close();
     await renderPool.close();
+    fs.rmSync(bundle, { force: true });
     await orm.close();
     await connection.close();
   };

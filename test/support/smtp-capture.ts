@@ -55,6 +55,9 @@ export async function startSmtpCapture(): Promise<{ smtpUrl: string; httpUrl: st
       });
     },
   });
+  // A client that dies mid-transaction (the crash tests kill the worker) resets its connections: smtp-server reports
+  // that as an 'error' event, which without a listener is an uncaught exception in the test process.
+  smtp.on('error', () => undefined);
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   const smtpPort = (smtp.server.address() as { port: number }).port;
 
