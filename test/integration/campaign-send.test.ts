@@ -11,6 +11,7 @@ import { workflowIds } from '../../temporal/definitions';
 import { cancelCampaign, campaignRow, mirrorTemporal, pauseCampaign, rescheduleCampaign, resumeCampaign, sendCampaign } from '../../domain/campaigns/campaign-steering';
 import type { CampaignRow } from '../../domain/campaigns/campaign.entity';
 import { findStrandedEmails } from '../../domain/emails/delivery';
+import { api } from '../helpers/api';
 
 /**
  * The send engine end to end: the steering functions the API calls (with the real Temporal gateway), the
@@ -298,6 +299,59 @@ describe('campaign send', () => {
     );
     expect(events.map((e) => e.name)).toEqual(['email.bounced']);
     await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-retry-passes');
+  });
+
+  test('through the HTTP API: an ALL campaign reaches every subscribed contact of its project once, and its stats say so', async () => {
+    const own = await createTestProject('All audience');
+    const ownDomain = uniqueDomain();
+    await addVerifiedDomain(own.projectId, ownDomain);
+    const tag = tagged();
+    const emails = Array.from({ length: 12 }, (_, i) => `${tag}-all-${i}@example.com`);
+    await seedContacts(own.projectId, emails.length, (i) => ({ email: emails[i]!, subscribed: i !== 11, data: { first: `A${i}` } }));
+    const call = (method: string, path: string, body?: unknown) => api(method, path, { key: own.secretKey, body });
+    const created = await call('POST', '/campaigns', { name: 'Everyone', subject: 'Hi {{ first }}', body: '<p>Hello {{ first }}</p>', from: `news@${ownDomain}`, audienceType: 'ALL' });
+    expect(created.status).toBe(201);
+    expect((await call('GET', `/campaigns/${created.body.id}`)).body.audienceSize).toBe(11);
+    const sent = await call('POST', `/campaigns/${created.body.id}/send`);
+    expect(sent.status).toBe(200);
+    expect(sent.body.status).toBe('SENDING');
+    const deadline = Date.now() + 60_000;
+    let status = '';
+    while (status !== 'SENT' && Date.now() < deadline) {
+      status = (await call('GET', `/campaigns/${created.body.id}`)).body.status;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(status).toBe('SENT');
+    expect(await receivedCounts(emails)).toEqual(emails.map((_, i) => (i === 11 ? 0 : 1)));
+    const stats = await call('GET', `/campaigns/${created.body.id}/stats`);
+    expect(stats.body).toMatchObject({ audience: 11, sent: 11, failed: 0, skipped: 0 });
+    expect((await call('POST', `/campaigns/${created.body.id}/pause`)).body.error.code).toBe('CAMPAIGN_STATE');
+    expect((await call('DELETE', `/campaigns/${created.body.id}`)).status).toBe(204);
+  });
+
+  test('cancel while paused: nothing more is sent, the rest is CANCELLED', async () => {
+    await setRate(10);
+    const a = await audience(tagged(), 40);
+    const id = await createCampaign({ audience_filter: a.filter });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    await new Promise((r) => setTimeout(r, 800));
+    await pauseCampaign(em(), gateway, project.projectId, id);
+    await new Promise((r) => setTimeout(r, 1500));
+    const atPause = (await receivedCounts(a.emails)).reduce((x, y) => x + y, 0);
+    await cancelCampaign(em(), gateway, project.projectId, id);
+    const deadline = Date.now() + 30_000;
+    while ((await db().query(`select count(*)::int as n from emails where campaign_id = $1 and status = 'QUEUED'`, [id])).rows[0].n > 0) {
+      if (Date.now() > deadline) throw new Error('rows still QUEUED 30 s after the cancel');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await receivedCounts(a.emails)).reduce((x, y) => x + y, 0)).toBe(atPause);
+    const { rows } = await db().query(`select status, count(*)::int as n from emails where campaign_id = $1 group by status order by status`, [id]);
+    expect(rows).toEqual([
+      { status: 'CANCELLED', n: 40 - atPause },
+      { status: 'SENT', n: atPause },
+    ]);
+    expect((await campaignRow(em(), project.projectId, id)).status).toBe('CANCELLED');
   });
 
   test('send refuses a non-DRAFT campaign and a past scheduledFor; two concurrent sends start one run', async () => {
