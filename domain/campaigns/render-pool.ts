@@ -20,6 +20,9 @@ export function createRenderPool(threads: number): RenderPool {
     maxThreads: threads,
     // Idle threads go away, so a worker that sends no campaign holds no render threads.
     idleTimeout: 60_000,
+    // Rendering allocates fast and keeps little: a small young generation and a bounded old one make V8 collect early
+    // instead of growing each thread's heap (a 512 KB template compiled by MJML fits easily).
+    resourceLimits: { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 128 },
   });
   return { render: (task) => pool.run(task), close: () => pool.destroy() };
 }
