@@ -223,6 +223,8 @@ const FLUSH_COUNT = 200;
 
 /** Recipients rendered per task of the render pool: large enough to amortize the hand-over, small enough to overlap. */
 const RENDER_BATCH = 25;
+/** Render batches dispatched ahead of the one being sent. */
+const RENDER_AHEAD = 4;
 
 /** Sends one share of a campaign's snapshot, from `cursor`, until it is done, the campaign stops, or the budget is spent. */
 export async function sendCampaignPartition(deps: SendEngineDeps, input: PartitionInput, hooks: PartitionHooks): Promise<PartitionResult> {
@@ -270,14 +272,24 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
         if (row.subscribed === true) sendable.push(row);
         else recorder.add({ kind: 'skipped', id: row.id, reason: row.subscribed === false ? 'Unsubscribed after the audience snapshot' : 'The contact was deleted' });
       }
-      const batches: Promise<RenderedMessage[]>[] = [];
-      for (let i = 0; i < sendable.length; i += RENDER_BATCH) {
+      // Batches are rendered at most RENDER_AHEAD ahead of the one being sent: enough to keep the threads busy, and
+      // only that many rendered messages are held in memory.
+      const render = (i: number) => {
         const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? {} }));
-        batches.push(deps.renderPool.render({ key: input.campaignId, spec, recipients }));
-      }
-      batches.forEach((b) => b.catch(() => undefined));
+        const pending = deps.renderPool.render({ key: input.campaignId, spec, recipients });
+        pending.catch(() => undefined);
+        return pending;
+      };
+      const ahead: Promise<RenderedMessage[]>[] = [];
+      let nextBatch = 0;
+      const fill = () => {
+        for (; ahead.length < RENDER_AHEAD && nextBatch < sendable.length; nextBatch += RENDER_BATCH) ahead.push(render(nextBatch));
+      };
+      fill();
       const inFlight = new Set<Promise<void>>();
-      for (const batch of batches) {
+      while (ahead.length) {
+        const batch = ahead.shift()!;
+        fill();
         for (const message of await batch) {
           if ('invalid' in message) {
             recorder.add({ kind: 'invalid', id: message.id, reason: message.invalid });
@@ -421,6 +433,25 @@ class OutcomeRecorder {
     await this.flush().catch((err: unknown) => logger.error({ err, campaignId: this.campaignId }, 'could not record campaign outcomes'));
   }
 
+  /**
+   * Rows that end without an SMTP transaction: skipped (CANCELLED, counted in `skipped`) or invalid (FAILED, counted
+   * in `failed`). Returns how many rows it ended.
+   */
+  private async endUnsent(kind: 'skipped' | 'invalid', rows: { id: string; reason: string }[]): Promise<number> {
+    const [status, counter] = kind === 'skipped' ? ['CANCELLED', 'skipped'] : ['FAILED', 'failed'];
+    const [r] = await preparedQuery<{ n: number }>(
+      this.em,
+      `campaign_record_${kind}`,
+      `with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
+       upd as (update emails e set status = '${status}', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+       n as (select count(*)::int as n from upd),
+       st as (update campaign_stats set ${counter} = ${counter} + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
+       select n from n`,
+      [rows.map((o) => o.id), rows.map((o) => o.reason), this.campaignId],
+    );
+    return r!.n;
+  }
+
   private async record(batch: Outcome[]): Promise<void> {
     const sent = batch.filter((o) => o.kind === 'sent');
     const rejected = batch.filter((o) => o.kind === 'rejected');
@@ -468,32 +499,8 @@ class OutcomeRecorder {
       );
       this.counts.rejected += r!.n;
     }
-    if (skipped.length) {
-      const [r] = await preparedQuery<{ n: number }>(
-        this.em,
-        'campaign_record_skipped',
-        `with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
-         upd as (update emails e set status = 'CANCELLED', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
-         n as (select count(*)::int as n from upd),
-         st as (update campaign_stats set skipped = skipped + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
-         select n from n`,
-        [skipped.map((o) => o.id), skipped.map((o) => o.reason), this.campaignId],
-      );
-      this.counts.skipped += r!.n;
-    }
-    if (invalid.length) {
-      const [r] = await preparedQuery<{ n: number }>(
-        this.em,
-        'campaign_record_invalid',
-        `with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
-         upd as (update emails e set status = 'FAILED', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
-         n as (select count(*)::int as n from upd),
-         st as (update campaign_stats set failed = failed + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
-         select n from n`,
-        [invalid.map((o) => o.id), invalid.map((o) => o.reason), this.campaignId],
-      );
-      this.counts.invalid += r!.n;
-    }
+    if (skipped.length) this.counts.skipped += await this.endUnsent('skipped', skipped);
+    if (invalid.length) this.counts.invalid += await this.endUnsent('invalid', invalid);
     if (retry.length) {
       await preparedQuery(
         this.em,
