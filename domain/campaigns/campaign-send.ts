@@ -256,6 +256,9 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize],
     );
   let next = readChunk(result.cursor);
+  // A chunk can take longer than the heartbeat timeout behind a slow relay: beat on a timer too (with the cursor of
+  // the last finished chunk), so a live activity is never taken for dead and run twice.
+  const beat = setInterval(() => hooks.heartbeat(result.cursor), 5_000);
   try {
     for (;;) {
       const rows = await next;
@@ -315,6 +318,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       if (Date.now() >= deadline) break;
     }
   } finally {
+    clearInterval(beat);
     await recorder.close();
     Object.assign(result, recorder.counts);
   }
