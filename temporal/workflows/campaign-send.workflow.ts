@@ -3,6 +3,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  ContinueAsNew,
   continueAsNew,
   isCancellation,
   proxyActivities,
@@ -156,9 +157,18 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
       await CancellationScope.nonCancellable(() => finishCampaignSend({ campaignId, outcome: 'cancelled' }));
       throw err;
     }
+    // continueAsNew() works by throwing: it is how the run ends, not a failure.
+    if (err instanceof ContinueAsNew) throw err;
     // An unexpected failure (e.g. an activity's non-retryable error) must not leave the campaign SENDING forever.
-    const reason = err instanceof Error ? err.message : String(err);
+    const reason = rootMessage(err);
     await CancellationScope.nonCancellable(() => finishCampaignSend({ campaignId, outcome: 'failed', reason: `The send failed: ${reason}` }));
     throw ApplicationFailure.create({ nonRetryable: true, type: 'CampaignSendFailed', message: reason });
   }
+}
+
+/** The innermost message of a failure chain (an ActivityFailure's own message only says that an activity failed). */
+function rootMessage(err: unknown): string {
+  let e = err;
+  while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+  return e instanceof Error ? e.message : String(e);
 }
