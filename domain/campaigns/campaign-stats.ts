@@ -170,6 +170,7 @@ function maybePrune(pool: Pool): void {
 /** The outbox consumer that keeps campaigns' engagement counters (register it in domain/registry.ts). */
 export const campaignStatsConsumer: EventConsumer = {
   name: CAMPAIGN_STATS_CONSUMER,
+  eventNames: Object.keys(MARK_OF),
   async handle(events, { pool }) {
     const { ids, emailIds, marks } = countable(events);
     if (ids.length > 0) await pool.query({ name: 'campaign_stats_count', text: COUNT_SQL, values: [ids, emailIds, marks] });

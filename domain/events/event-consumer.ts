@@ -40,6 +40,11 @@ export interface EventConsumer {
   /** Stable (outbox rows carry it); 1-100 characters of `a-z0-9._-`. A new name is a new consumer. */
   readonly name: string;
   handle(events: OutboxEvent[], ctx: ConsumerContext): Promise<void>;
+  /**
+   * The event names this consumer handles; the outbox then holds only those for it (recorded in `event_consumers`
+   * when a worker registers it, so a changed list takes effect from that worker's start). Absent: every event.
+   */
+  readonly eventNames?: readonly string[];
   /** Overrides of the dispatcher's retry policy. */
   readonly retry?: Partial<RetryPolicy>;
   /** A call that takes longer counts as failed (default 60 s); the dispatcher holds the contacts' shards meanwhile. */

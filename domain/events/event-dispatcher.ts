@@ -172,10 +172,21 @@ export class EventDispatcher {
     this.kick();
   }
 
-  /** Adds the consumers to `event_consumers`: the trigger writes outbox rows for them from then on. */
+  /**
+   * Adds the consumers to `event_consumers` with the event names each handles: the trigger writes outbox rows for them
+   * from then on.
+   */
   async register(): Promise<void> {
     const names = this.consumers.map((c) => c.name);
-    await this.pool.query('insert into event_consumers (name) select unnest($1::text[]) on conflict (name) do nothing', [names]);
+    // Each consumer's event names as one JSON value (null: every event): text[] cannot hold a null per row in unnest.
+    const filters = this.consumers.map((c) => (c.eventNames ? JSON.stringify(c.eventNames) : null));
+    await this.pool.query(
+      `insert into event_consumers (name, event_names)
+       select n, case when f is null then null else array(select jsonb_array_elements_text(f::jsonb)) end
+       from unnest($1::text[], $2::text[]) as t(n, f)
+       on conflict (name) do update set event_names = excluded.event_names`,
+      [names, filters],
+    );
     const { rows } = await this.pool.query<{ consumer: string; n: string }>(
       `select o.consumer, count(*)::text as n from event_outbox o where o.consumer <> all($1::text[]) group by 1`,
       [names],

@@ -10,6 +10,8 @@ export const OutboxConsumer = defineEntity({
   properties: {
     name: p.string().length(100).primary(),
     registeredAt: p.datetime().defaultRaw('now()'),
+    /** The event names the consumer handles (migration 20261124120000); null: every event. */
+    eventNames: p.array<string>().columnType('text[]').nullable(),
   },
 });
 

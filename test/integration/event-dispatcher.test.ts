@@ -95,6 +95,25 @@ describe('event outbox dispatcher', () => {
     expect(await outboxRows(name)).toEqual([]);
   });
 
+  test('a consumer that declares its event names gets outbox rows for those events only; a new declaration takes effect on registering', async () => {
+    const name = consumerName('names');
+    const got: string[] = [];
+    const d = await dispatcherFor({ name, eventNames: ['wanted', 'also_wanted'], handle: async (events) => void got.push(...events.map((e) => e.name)) });
+    const cs = await contacts(3);
+    await record(cs, 'wanted');
+    await record(cs, 'ignored');
+    await record(cs, 'also_wanted');
+    expect((await outboxRows(name)).length).toBe(6);
+    await drainAll([d], name);
+    expect(got.sort()).toEqual(['also_wanted', 'also_wanted', 'also_wanted', 'wanted', 'wanted', 'wanted']);
+    // Every event again, once the consumer no longer declares names.
+    const all = new EventDispatcher(stackEnv().databaseUrl, [{ name, handle: async () => undefined }], OPTS);
+    dispatchers.push(all);
+    await all.register();
+    await record(cs, 'ignored');
+    expect((await outboxRows(name)).length).toBe(3);
+  });
+
   test('hands every event over once, each contact in recorded order, and removes what the consumer accepted', async () => {
     const name = consumerName('order');
     const got: OutboxEvent[] = [];
