@@ -22,6 +22,7 @@ import {
 } from '../rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders, ownLinkPrefixes, type LinkConfig } from '../tracking/links';
 import { finishTracking, planLinks, slotTargets, stripMarkers, type LinkPlan, type SlotTargets } from './link-plan';
+import { renderTextPart, textSkeletonOf, type TextSkeleton } from './text-skeleton';
 
 /**
  * One email composer for /v1/send, campaigns and automation steps. No HTTP, no database: the API stores what it
@@ -31,10 +32,10 @@ import { finishTracking, planLinks, slotTargets, stripMarkers, type LinkPlan, ty
  *
  * Two stages, so a 100,000-recipient campaign pays the recipient-independent work once:
  * - prepareContent (cached per content) and prepareMessage (once per send, campaign or step): MJML compiled, Liquid
- *   of body and subject parsed, the links to track found and marked (link-plan.ts), static links' targets checked;
+ *   of body and subject parsed, the links to track found and marked (link-plan.ts), static links' targets checked,
+ *   the plain-text part's skeleton converted and parsed (text-skeleton.ts);
  * - composeEmail, per recipient: Liquid substitution, the contact's signed links and each tracked link's token, and
- *   the plain-text part (html-to-text must see each recipient's HTML: line wrapping and `text [url]` depend on the
- *   values).
+ *   the plain-text part from the skeleton (or, for a body without one, html-to-text of each recipient's HTML).
  */
 
 export interface MessageContent {
@@ -49,6 +50,8 @@ export interface PreparedContent {
   readonly body: CompiledBody;
   /** Where the tracked links are; null when this body's links must be found in each rendered message. */
   readonly plan: LinkPlan | null;
+  /** The plain-text part to render per recipient; null when each rendered body goes through html-to-text. */
+  readonly text: TextSkeleton | null;
 }
 
 /**
@@ -81,6 +84,8 @@ export function prepareContent(content: MessageContent): Promise<PreparedContent
   const weight = content.subject.length + content.body.length;
   contentCache.set(key, pending, weight);
   pending.then(
+    // The text skeleton (a parsed template about the size of the text part, far smaller than the body) rides on the
+    // body's share of the weight.
     (prepared) => contentCache.reweigh(key, pending, weight + prepared.body.html.length * 2),
     () => contentCache.delete(key, pending),
   );
@@ -91,8 +96,11 @@ async function buildContent(content: MessageContent): Promise<PreparedContent> {
   // The unmarked body is compiled (and cached) first: its errors are the ones a template save reports.
   const body = await compileBody(content.body);
   const subject = compileSubject(content.subject);
-  const plan = planLinks(expandDefaults(body.html));
-  return { subject, body: plan ? compileExpandedHtml(plan.marked, body.mjml) : body, plan };
+  const expanded = expandDefaults(body.html);
+  const plan = planLinks(expanded);
+  // From the unmarked body: what the text part is converted from today is its rendering without markers.
+  const text = textSkeletonOf(expanded);
+  return { subject, body: plan ? compileExpandedHtml(plan.marked, body.mjml) : body, plan, text };
 }
 
 /** What a template supplies to a message; explicit values override it (SPEC: `/v1/send` with a template). */
@@ -258,7 +266,7 @@ export function composeEmail(message: PreparedMessage, recipient: ComposeRecipie
     replyTo: message.replyTo,
     subject: renderCompiledSubject(content.subject, variables),
     html: body.html,
-    text: htmlToText(body.text),
+    text: content.text ? renderTextPart(content.text, variables) : htmlToText(body.text),
     headers: { ...message.headers, ...(message.kind === 'MARKETING' ? listUnsubscribeHeaders(links, message.from.email, message.links) : {}) },
     senderDomain: message.senderDomain,
     messageId: messageIdFor(emailId, message.from.email),

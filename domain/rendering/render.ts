@@ -93,6 +93,89 @@ for (const engine of [plainEngine, htmlEngine]) {
   }
 }
 
+/**
+ * The composer's text-part skeletons (domain/compose/text-skeleton.ts): plain output, the same limits, and filters that
+ * turn an output's value into what html-to-text would have printed for it. Its own engine, so these filters are not
+ * available to the templates users write.
+ */
+const skeletonEngine = new Liquid(baseOptions);
+for (const tag of ['include', 'render', 'layout']) {
+  skeletonEngine.registerTag(tag, {
+    parse() {
+      throw new Error(NO_FILES);
+    },
+    render() {
+      return '';
+    },
+  });
+}
+/** html-to-text's whitespace characters (its default `whitespaceCharacters`), collapsed to one space in text. */
+const TEXT_WHITESPACE = /[ \t\r\n\f\u200b]+/g;
+const NEEDS_COLLAPSE = /[\t\r\n\f\u200b]| {2}/;
+const collapse = (s: string) => (NEEDS_COLLAPSE.test(s) ? s.replace(TEXT_WHITESPACE, ' ') : s);
+// An escaped output (the HTML engine's default) reads back as its value: html-to-text decodes what escape encoded.
+skeletonEngine.registerFilter('mw_text', (v: unknown) => (typeof v === 'string' ? collapse(v) : v));
+// In an attribute (a link's href) the value is taken as is: attributes are decoded, not whitespace-collapsed.
+skeletonEngine.registerFilter('mw_attr', (v: unknown) => v);
+// An output whose last filter opted out of escaping (escape, escape_once, xml_escape) is an HTML fragment without tags.
+skeletonEngine.registerFilter('mw_html', (v: unknown, attribute?: boolean) => {
+  const s = typeof v === 'string' ? v : String(v ?? '');
+  if (!s.includes('&') && !s.includes('<')) return attribute ? s : collapse(s);
+  const decoded = decodeFragment(s);
+  return attribute ? decoded : collapse(decoded);
+});
+/** html-to-text's anchor rule (`formatAnchor`) for a link whose href or text is only known per recipient. */
+skeletonEngine.registerFilter('mw_link', (href: unknown, text: unknown) => {
+  let url = typeof href === 'string' ? href : String(href ?? '');
+  if (!url) return '';
+  url = url.replace(/^mailto:/, '');
+  if (!url || url[0] === '#') return '';
+  // html-to-text compares the href with the link's words joined without their separators. The text may be an assigned
+  // value, not yet printed: stringified as Liquid prints it (arrays joined, nil empty).
+  const printed = Array.isArray(text) ? text.join('') : text === null || text === undefined ? '' : String(text);
+  const words = printed.replace(TEXT_WHITESPACE, '');
+  if (url === words) return '';
+  return words ? ` [${url}]` : url;
+});
+
+/** A text-part skeleton parsed once (null when it does not parse: the composer then converts each rendered body). */
+export function compileTextSkeleton(source: string): Template[] | null {
+  counters.liquidParses++;
+  try {
+    return skeletonEngine.parse(source);
+  } catch {
+    return null;
+  }
+}
+
+/** Renders a text-part skeleton for one recipient (the body's variables); a failure is the body's TemplateError. */
+export function renderTextSkeleton(templates: Template[], variables: Record<string, unknown>): string {
+  try {
+    return skeletonEngine.renderSync(templates, variables) as string;
+  } catch (err) {
+    throw liquidFailure(err, 'body');
+  }
+}
+
+/**
+ * An output of an HTML body as the HTML engine parses it: its own filters' names, and whether the engine escapes its
+ * value (false when the last filter is one that opts out: raw, escape, escape_once, xml_escape). Null if it does not
+ * parse.
+ */
+export function outputFilters(content: string): { names: string[]; escaped: boolean } | null {
+  let output: { value?: { filters?: { name: string }[] } } | undefined;
+  try {
+    [output] = htmlEngine.parse(`{{${content}}}`) as unknown as (typeof output)[];
+  } catch {
+    return null;
+  }
+  const filters = output?.value?.filters;
+  if (!filters) return null;
+  // liquidjs appends the engine's escape filter to the output's own, named after its option (see Output in liquidjs).
+  const appended = filters.length > 0 && filters[filters.length - 1]!.name === Object.prototype.toString.call(htmlEngine.options.outputEscape);
+  return { names: filters.slice(0, appended ? -1 : undefined).map((f) => f.name), escaped: appended };
+}
+
 type Mode = 'plain' | 'html';
 const engines: Record<Mode, Liquid> = { plain: plainEngine, html: htmlEngine };
 
@@ -327,6 +410,14 @@ export function htmlToText(html: string): string {
     if (!(err instanceof RangeError)) throw err;
     return textNodesOf(html);
   }
+}
+
+/** The text of an HTML fragment, entities decoded and tags dropped, whitespace kept. */
+function decodeFragment(html: string): string {
+  const parts: string[] = [];
+  const parser = new Parser({ ontext: (text) => void parts.push(text) }, { decodeEntities: true });
+  parser.end(html);
+  return parts.join('');
 }
 
 /** The text nodes of HTML (script and style left out), whitespace collapsed: the fallback text part. */
