@@ -3,7 +3,6 @@ import type { PoolClient } from 'pg';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../config';
 import { preparedQuery } from '../prepared';
-import { selectList } from '../db/rows';
 import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { logger } from '../logger';
 import { withTransaction } from '../jobs/job.service';
@@ -18,7 +17,7 @@ import { resolveMessage, type ResolvedMessage, type TemplateParts } from '../com
 import type { RenderPool } from './render-pool';
 import type { RenderedMessage, RenderSpec } from './render-task';
 import { audienceWhere } from './audience';
-import { CAMPAIGN_COLUMNS, type CampaignRow, type CampaignStatus } from './campaign.entity';
+import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campaign.entity';
 
 /**
  * The send engine of a campaign, as the `campaign-send/<id>` workflow's activities call it.
@@ -54,8 +53,6 @@ export type BeginResult =
   | { state: 'wait'; scheduledAt: string }
   /** Nothing to send: the campaign is cancelled, failed or already finished. */
   | { state: 'ended'; status: CampaignStatus };
-
-const CAMPAIGN_SELECT = selectList<CampaignRow>(CAMPAIGN_COLUMNS);
 
 /**
  * Starts sending once the time has come: SCHEDULED (time reached) becomes SENDING, and the content and audience are

@@ -1,12 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound, validationError } from '../errors';
 import { preparedQuery } from '../prepared';
-import { selectList } from '../db/rows';
 import { logger } from '../logger';
 import { persistThenStart } from '../workflow-start';
-import { assertSenderDomain } from '../domains/domain.service';
-import { parseFilter } from '../filters';
-import { CAMPAIGN_COLUMNS, type CampaignRow, type CampaignStatus } from './campaign.entity';
+import { resolveCampaignMessage } from './campaign-send';
+import { audienceWhere } from './audience';
+import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campaign.entity';
 
 /**
  * Sending, scheduling and steering a campaign. The database is the truth of a campaign's status: every change is
@@ -26,7 +25,6 @@ export interface CampaignSendControl {
   campaignSendStatus(input: { campaignId: string }): Promise<string | null>;
 }
 
-const RETURNING = selectList<CampaignRow>(CAMPAIGN_COLUMNS);
 
 /** How far ahead a campaign may be scheduled: far enough for any plan, near enough that a typo (year 2062) is caught. */
 const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 3_600_000;
@@ -39,7 +37,7 @@ function assertScheduleTime(field: 'scheduledFor' | 'scheduledAt', at: Date, now
 
 /** A campaign of the project (404 otherwise). */
 export async function campaignRow(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
-  const [row] = await preparedQuery<CampaignRow>(em, 'campaign_row', `select ${RETURNING} from campaigns where id = $1 and project_id = $2`, [id, projectId]);
+  const [row] = await preparedQuery<CampaignRow>(em, 'campaign_row', `select ${CAMPAIGN_SELECT} from campaigns where id = $1 and project_id = $2`, [id, projectId]);
   if (!row) throw notFound('Campaign');
   return row;
 }
@@ -66,7 +64,7 @@ async function transition(
        status_reason = case when $10::boolean then $11 else status_reason end,
        updated_at = now()
      where id = $1 and project_id = $2 and status = any($3::text[])
-     returning ${RETURNING}`,
+     returning ${CAMPAIGN_SELECT}`,
     [
       id,
       projectId,
@@ -94,23 +92,12 @@ async function wrongStatus(em: EntityManager, projectId: string, id: string, act
  * sender domain, and an audience that resolves (the segment exists; the filter is valid). 422/403 otherwise.
  */
 async function assertSendable(em: EntityManager, c: CampaignRow): Promise<void> {
-  if (c.templateId) {
-    const [t] = await preparedQuery<{ id: string }>(em, 'campaign_template_exists', 'select id from templates where id = $1 and project_id = $2', [c.templateId, c.projectId]);
-    if (!t) throw validationError([{ field: 'templateId', message: 'The template no longer exists', code: 'not_found' }]);
-  } else if (!c.subject || !c.body) {
+  if (!c.templateId && (!c.subject || !c.body)) {
     throw validationError([{ field: c.subject ? 'body' : 'subject', message: 'Required to send (or set templateId)', code: 'required' }]);
   }
-  await assertSenderDomain(em, c.projectId, c.fromEmail);
-  if (c.audienceType === 'SEGMENT') {
-    const [s] = c.segmentId
-      ? await preparedQuery<{ id: string }>(em, 'campaign_segment_exists', 'select id from segments where id = $1 and project_id = $2', [c.segmentId, c.projectId])
-      : [];
-    if (!s) throw validationError([{ field: 'segmentId', message: 'The segment no longer exists', code: 'not_found' }]);
-  }
-  if (c.audienceType === 'FILTERED') {
-    const parsed = parseFilter(c.audienceFilter);
-    if (!parsed.ok) throw validationError(parsed.issues.map((i) => ({ field: ['audienceFilter', ...i.path].join('.'), message: i.message, code: i.code })));
-  }
+  // What the send's snapshot does first, so a send is refused now rather than FAILED later.
+  await resolveCampaignMessage(em, c);
+  await audienceWhere(em, c);
 }
 
 /**

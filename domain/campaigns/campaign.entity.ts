@@ -1,6 +1,7 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { Project } from '../projects/project.entity';
 import { uuidv7 } from '../ids';
+import { selectList } from '../db/rows';
 
 export const CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED', 'SENDING', 'PAUSED', 'SENT', 'CANCELLED', 'FAILED'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
@@ -65,11 +66,14 @@ export type CampaignRow = { [K in Exclude<keyof Campaign, 'project' | 'status' |
   audienceType: AudienceType;
 };
 
-export const CAMPAIGN_COLUMNS = [
+const CAMPAIGN_COLUMNS = [
   'id', 'projectId', 'name', 'description', 'subject', 'body', 'templateId', 'fromEmail', 'fromName', 'replyTo', 'audienceType', 'segmentId',
   'audienceFilter', 'status', 'scheduledAt', 'trackOpens', 'trackClicks', 'workflowId', 'audienceSize', 'sendContent', 'startedAt', 'finishedAt',
   'statusReason', 'createdAt', 'updatedAt',
 ] as const satisfies readonly (keyof CampaignRow)[];
+
+/** Every campaign column, named as `CampaignRow` (raw selects and `returning` lists). */
+export const CAMPAIGN_SELECT = selectList<CampaignRow>(CAMPAIGN_COLUMNS);
 
 /** Statuses in which a campaign has a live `campaign-send/<id>` workflow: it cannot be deleted, only cancelled. */
 export const ACTIVE_CAMPAIGN_STATUSES = ['SCHEDULED', 'SENDING', 'PAUSED'] as const satisfies readonly CampaignStatus[];

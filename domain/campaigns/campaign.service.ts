@@ -4,7 +4,6 @@ import { checkTemplateSyntax, compileBody } from '../rendering/render';
 import { assertSenderDomain } from '../domains/domain.service';
 import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
 import { preparedQuery } from '../prepared';
-import { selectList } from '../db/rows';
 import { uuidv7 } from '../ids';
 import { normalizeEmail } from '../contacts/email-address';
 import type { ContactData } from '../contacts/contact.entity';
@@ -21,7 +20,7 @@ import {
 } from './campaign-steering';
 import {
   ACTIVE_CAMPAIGN_STATUSES,
-  CAMPAIGN_COLUMNS,
+  CAMPAIGN_SELECT,
   EDITABLE_CAMPAIGN_STATUSES,
   type AudienceType,
   type CampaignRow,
@@ -39,7 +38,6 @@ const COPY_SUFFIX = ' (copy)';
 const TEST_SUBJECT_PREFIX = '[Test] ';
 const TEST_HEADER = 'X-Mailwright-Test';
 
-const RETURNING = selectList<CampaignRow>(CAMPAIGN_COLUMNS);
 
 /** The columns a client writes (POST, PUT, PATCH); the rest belong to the send. */
 type CampaignFields = Pick<
@@ -188,7 +186,7 @@ export async function createCampaign(em: EntityManager, projectId: string, input
     `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
        audience_filter, track_opens, track_clicks)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
-     returning ${RETURNING}`,
+     returning ${CAMPAIGN_SELECT}`,
     [uuidv7(), projectId, ...values(fields)],
   );
   return row!;
@@ -212,7 +210,7 @@ export async function updateCampaign(
   const [current] = await preparedQuery<CampaignRow & { version: string }>(
     em,
     'campaign_for_edit',
-    `select ${RETURNING}, xmin::text as "version" from campaigns where id = $1 and project_id = $2`,
+    `select ${CAMPAIGN_SELECT}, xmin::text as "version" from campaigns where id = $1 and project_id = $2`,
     [id, projectId],
   );
   if (!current) throw notFound('Campaign');
@@ -234,7 +232,7 @@ export async function updateCampaign(
     `update campaigns set name = $5, description = $6, subject = $7, body = $8, template_id = $9, from_email = $10, from_name = $11, reply_to = $12,
        audience_type = $13, segment_id = $14, audience_filter = $15::jsonb, track_opens = $16, track_clicks = $17, updated_at = now()
      where id = $1 and project_id = $2 and xmin = $3::xid and status = any($4::text[])
-     returning ${RETURNING}`,
+     returning ${CAMPAIGN_SELECT}`,
     [id, projectId, current.version, EDITABLE_CAMPAIGN_STATUSES, ...values(fields)],
   );
   if (!row) {
@@ -283,7 +281,7 @@ export async function listCampaigns(em: EntityManager, control: CampaignSendCont
   const rows = await preparedQuery<CampaignRow>(
     em,
     'campaign_list',
-    `select ${RETURNING} from campaigns
+    `select ${CAMPAIGN_SELECT} from campaigns
      where project_id = $1 and ($2::uuid is null or id < $2::uuid) and ($3::text is null or status = $3::text) and ($4::text is null or name ilike $4::text)
      order by id desc limit $5`,
     [projectId, after, status, search, q.limit + 1],
@@ -329,7 +327,7 @@ export async function duplicateCampaign(em: EntityManager, projectId: string, id
      select $3, project_id, left(name, $4) || $5, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
        audience_filter, track_opens, track_clicks
      from campaigns where id = $1 and project_id = $2
-     returning ${RETURNING}`,
+     returning ${CAMPAIGN_SELECT}`,
     [id, projectId, uuidv7(), MAX_CAMPAIGN_NAME - COPY_SUFFIX.length, COPY_SUFFIX],
   );
   if (!row) throw notFound('Campaign');
