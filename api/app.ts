@@ -13,6 +13,7 @@ import { domainRoutes } from './domains/routes';
 import { segmentRoutes } from './segments/routes';
 import { templateRoutes } from './templates/routes';
 import { campaignRoutes } from './campaigns/routes';
+import { automationRoutes } from './automations/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
@@ -25,7 +26,7 @@ import { webhookRoutes } from './webhooks/routes';
  */
 export function buildRoutes(deps: ApiDeps): Routes {
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, docsRoutes]) register(routes, deps);
   publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
   webhookRoutes(routes, deps); // unauthenticated: infrastructure callbacks, verified by their signatures
   return routes;

@@ -118,6 +118,8 @@ const schema = z
     CAMPAIGN_PARTITIONS: z.coerce.number().int().min(1).max(64).default(2),
     CAMPAIGN_CHUNK_SIZE: z.coerce.number().int().min(1).max(5_000).default(1000),
     CAMPAIGN_RENDER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+    WEBHOOK_TIMEOUT: duration(100).default(10_000),
     CAMPAIGN_RETRY_DELAYS: z
       .string()
       .transform((v, ctx) => {
@@ -129,6 +131,7 @@ const schema = z
         return delays as number[];
       })
       .default([60_000, 300_000, 900_000, 3_600_000]),
+    SEGMENT_RECOMPUTE_SWEEP_INTERVAL: duration(1_000).default(5 * 60_000),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -202,6 +205,21 @@ function buildConfig(env: z.infer<typeof schema>) {
       renderThreads: env.CAMPAIGN_RENDER_THREADS ?? Math.max(1, os.availableParallelism() - 1),
       /** Pauses before each retry pass over recipients whose send failed transiently; their count is the number of passes. */
       retryDelaysMs: env.CAMPAIGN_RETRY_DELAYS,
+    },
+    /** Automation runs (domain/automations/run-steps.ts). */
+    automations: {
+      /** WEBHOOK steps may call loopback, private and link-local addresses (off: refused, against SSRF). */
+      webhookAllowPrivateNetworks: env.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      /** How long one WEBHOOK call may take before it counts as a (retryable) failure. */
+      webhookTimeoutMs: env.WEBHOOK_TIMEOUT,
+    },
+    /** Scheduled recomputes of tracked segments (domain/segments/segment-compute.ts). */
+    segments: {
+      /**
+       * How often the `segment-recompute-sweep` schedule looks for tracked segments due for a recompute (each project
+       * sets how often its segments are due: `segmentRecomputeMinutes`). Tests use seconds.
+       */
+      recomputeSweepIntervalMs: env.SEGMENT_RECOMPUTE_SWEEP_INTERVAL,
     },
     /** The event outbox (domain/events/event-dispatcher.ts) and the consumers every process registers. */
     events: {

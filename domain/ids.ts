@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
 /** Random bytes drawn in blocks: one call per 256 ids instead of two per id (ids are made on every hot path). */
 const pool = Buffer.alloc(4096);
@@ -50,3 +50,15 @@ export function randomHex(bytes: number): string {
 
 /** A UUIDv7 computed in SQL (Postgres 17 has no uuidv7()): the v4 random bits with the millisecond clock in front. */
 export const SQL_UUIDV7 = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`;
+
+/**
+ * A UUID derived from a name (UUIDv8, RFC 9562: the first 16 bytes of SHA-256 with the version and variant bits set):
+ * the same name always gives the same id, so a retried step writes the same row instead of a second one.
+ */
+export function uuidFromName(name: string): string {
+  const b = createHash('sha256').update(name).digest().subarray(0, 16);
+  b[6] = 0x80 | (b[6]! & 0x0f);
+  b[8] = 0x80 | (b[8]! & 0x3f);
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}

@@ -7,6 +7,8 @@ import { registerCampaignUsage } from './campaigns/campaign-usage';
 import { EventConsumerRegistry } from './events/event-consumer';
 import { probeConsumer } from './events/event-probe';
 import { campaignStatsConsumer } from './campaigns/campaign-stats';
+import { createAutomationConsumer, type AutomationTriggerControl } from './automations/automation-consumer';
+import { registerAutomationUsage } from './automations/automation-usage';
 
 /**
  * Everything features plug into each other, built once at start-up by the API (api/server.ts) and the worker
@@ -25,13 +27,26 @@ export interface Registry {
 let built: Registry | undefined;
 
 /** Builds the process's registry (once; later calls return the same one). */
-export function buildRegistry(cfg: Pick<Config, 'events'>): Registry {
+export function buildRegistry(
+  cfg: Pick<Config, 'events'>,
+  deps: {
+    /** The Temporal client the automations consumer starts and signals runs with (the worker's; the API dispatches nothing). */
+    automationControl?: () => Promise<AutomationTriggerControl>;
+  } = {},
+): Registry {
   if (built) return built;
   registerSegmentUsage();
   registerTemplateUsage();
   registerCampaignUsage();
+  registerAutomationUsage();
   const consumers = new EventConsumerRegistry();
   consumers.register(campaignStatsConsumer);
+  consumers.register(
+    createAutomationConsumer(
+      deps.automationControl ??
+        (() => Promise.reject(new Error('This process has no Temporal client for automations (only the worker dispatches events)'))),
+    ),
+  );
   if (cfg.events.probe) consumers.register(probeConsumer);
   built = { usage: usageRegistry, segmentGuards: segmentDeletionGuards, consumers };
   return built;

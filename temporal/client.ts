@@ -1,14 +1,18 @@
-import { Client, Connection, ScheduleAlreadyRunning, type WorkflowStartOptions, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
+import { Client, Connection, ScheduleAlreadyRunning, type WorkflowStartOptions, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { TypedSearchAttributes, WorkflowIdReusePolicy, type SearchAttributePair } from '@temporalio/common';
+import type { AutomationRunControl, AutomationRunStart } from '../domain/automations/execution.service';
 import type { Config } from '../domain/config';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
 import type { CampaignSendControl } from '../domain/campaigns/campaign-steering';
 import type * as workflows from './workflows';
-import { campaignWakeSignal, checkNowUpdate, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
+import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
 const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
+
+/** How long a compute request waits for a run that has recorded its end to close (a workflow task: milliseconds). */
+const SEGMENT_COMPUTE_CLOSE_TIMEOUT_MS = 10_000;
 
 /**
  * Emails per delivery workflow. Bounded by the EmailIds search attribute (Temporal limits one attribute value to
@@ -21,7 +25,7 @@ export const MAX_DELIVERY_BATCH = 40;
  * business ids, so a retry of the same start is recognised: "already started" counts as success), and starts are
  * typed by the workflow function.
  */
-export class TemporalGateway implements CampaignSendControl {
+export class TemporalGateway implements CampaignSendControl, AutomationRunControl {
   private constructor(
     readonly client: Client,
     private readonly connection: Connection,
@@ -42,15 +46,37 @@ export class TemporalGateway implements CampaignSendControl {
   }
 
   /** Starts a workflow; one already running under that id counts as started, so a repeated call is not an error. */
-  private async startOnce<N extends WorkflowName>(name: N, workflowId: string, args: WorkflowArgs<N>, attributes: SearchAttributePair[]): Promise<string> {
+  private async startOnce<N extends WorkflowName>(
+    name: N,
+    workflowId: string,
+    args: WorkflowArgs<N>,
+    attributes: SearchAttributePair[],
+    extra: Pick<WorkflowStartOptions, 'workflowIdReusePolicy' | 'workflowIdConflictPolicy'> = {},
+  ): Promise<string> {
+    await this.startRun(name, workflowId, args, attributes, extra);
+    return workflowId;
+  }
+
+  /**
+   * `startOnce`, answering the run id: the new run's; with `workflowIdConflictPolicy: USE_EXISTING` the running one's
+   * when there is one (Temporal joins it instead of refusing); otherwise null when one was running.
+   */
+  private async startRun<N extends WorkflowName>(
+    name: N,
+    workflowId: string,
+    args: WorkflowArgs<N>,
+    attributes: SearchAttributePair[],
+    extra: Pick<WorkflowStartOptions, 'workflowIdReusePolicy' | 'workflowIdConflictPolicy'> = {},
+  ): Promise<string | null> {
     try {
       // The signature types `args` by the workflow; the SDK's conditional option type cannot see that through `N`.
-      const options = { taskQueue: this.taskQueue, workflowId, args, typedSearchAttributes: new TypedSearchAttributes(attributes) };
-      await this.client.workflow.start<(typeof workflows)[N]>(name, options as WorkflowStartOptions<(typeof workflows)[N]>);
+      const options = { taskQueue: this.taskQueue, workflowId, args, typedSearchAttributes: new TypedSearchAttributes(attributes), ...extra };
+      const handle = await this.client.workflow.start<(typeof workflows)[N]>(name, options as WorkflowStartOptions<(typeof workflows)[N]>);
+      return handle.firstExecutionRunId;
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      return null;
     }
-    return workflowId;
   }
 
   /** Starts a domain's verification loop; one that is already running counts as started. */
@@ -109,6 +135,29 @@ export class TemporalGateway implements CampaignSendControl {
     ]);
   }
 
+  /**
+   * Starts `segment-compute/<segmentId>` and returns the run's id. A compute already running is joined (its run id is
+   * the answer), so concurrent requests share one run; one that ended leaves the id free for a new run (the default
+   * reuse policy, ALLOW_DUPLICATE).
+   */
+  async startSegmentCompute(input: { projectId: string; segmentId: string }): Promise<string> {
+    const runId = await this.startRun('segmentCompute', workflowIds.segmentCompute(input.segmentId), [input], [{ key: SA.ProjectId, value: input.projectId }], {
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    });
+    if (!runId) throw new Error('Temporal refused to join the running segment compute'); // USE_EXISTING never refuses
+    return runId;
+  }
+
+  /** Waits for a run of a segment's compute to close, whatever its outcome; gives up after SEGMENT_COMPUTE_CLOSE_TIMEOUT_MS. */
+  async awaitSegmentCompute(input: { segmentId: string; runId: string }): Promise<void> {
+    const handle = this.client.workflow.getHandle(workflowIds.segmentCompute(input.segmentId), input.runId);
+    try {
+      await this.client.withDeadline(Date.now() + SEGMENT_COMPUTE_CLOSE_TIMEOUT_MS, () => handle.result());
+    } catch (err) {
+      if (!(err instanceof WorkflowFailedError)) throw err;
+    }
+  }
+
   /** Wakes a campaign's run to re-read the campaign; a run that is not there is fine (it reads the change when it starts). */
   async wakeCampaignSend(input: { campaignId: string }): Promise<void> {
     await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowIds.campaignSend(input.campaignId)).signal(campaignWakeSignal));
@@ -128,6 +177,51 @@ export class TemporalGateway implements CampaignSendControl {
       if (err instanceof WorkflowNotFoundError) return null;
       throw err;
     }
+  }
+
+  /**
+   * Starts a contact's automation run. Its id is never reused (REJECT_DUPLICATE): a start repeated after the run
+   * ended (an event delivered twice) is refused like one that is running, and both count as started.
+   */
+  async startAutomationRun(input: AutomationRunStart): Promise<string> {
+    return this.startOnce(
+      'automationRun',
+      input.workflowId,
+      [{ executionId: input.executionId, projectId: input.projectId, automationId: input.automationId, contactId: input.contactId, graph: input.graph, context: input.context }],
+      [
+        { key: SA.ProjectId, value: input.projectId },
+        { key: SA.AutomationId, value: input.automationId },
+        { key: SA.ContactId, value: input.contactId },
+      ],
+      { workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE },
+    );
+  }
+
+  /** Requests cancellation of an automation run; one that is not running is fine. */
+  async cancelAutomationRun(input: { workflowId: string }): Promise<void> {
+    await this.ignoreNotFound(() => this.client.workflow.getHandle(input.workflowId).cancel());
+  }
+
+  /** The Temporal status of an automation run, null when there is none. */
+  async automationRunStatus(input: { workflowId: string }): Promise<string | null> {
+    try {
+      return (await this.client.workflow.getHandle(input.workflowId).describe()).status.name;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return null;
+      throw err;
+    }
+  }
+
+  /** Delivers an event to a run waiting in WAIT_FOR_EVENT; a run that has ended is fine. */
+  async signalAutomationEvent(input: { workflowId: string; event: AutomationSignalEvent }): Promise<void> {
+    await this.ignoreNotFound(() => this.client.workflow.getHandle(input.workflowId).signal(automationEventSignal, input.event));
+  }
+
+  async startAutomationCancelAll(input: { projectId: string; automationId: string; requestId: string; before: string }): Promise<string> {
+    return this.startOnce('automationCancelAll', workflowIds.automationCancelAll(input.automationId, input.requestId), [input], [
+      { key: SA.ProjectId, value: input.projectId },
+      { key: SA.AutomationId, value: input.automationId },
+    ]);
   }
 
   private async ignoreNotFound(call: () => Promise<unknown>): Promise<void> {
@@ -159,6 +253,25 @@ export class TemporalGateway implements CampaignSendControl {
       });
     } catch (err) {
       if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    }
+  }
+
+  /**
+   * Makes sure the `segment-recompute-sweep` schedule exists and runs every `everyMs` (overlapping runs skipped); the
+   * worker calls this at start. An existing schedule takes the interval of the worker that started last.
+   */
+  async ensureSegmentRecomputeSchedule(everyMs: number): Promise<void> {
+    const spec = { intervals: [{ every: everyMs }] };
+    try {
+      await this.client.schedule.create({
+        scheduleId: SEGMENT_RECOMPUTE_SCHEDULE_ID,
+        spec,
+        action: { type: 'startWorkflow', workflowType: 'segmentRecomputeSweep', taskQueue: this.taskQueue, args: [{}] },
+        policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      });
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+      await this.client.schedule.getHandle(SEGMENT_RECOMPUTE_SCHEDULE_ID).update((prev) => ({ ...prev, spec }));
     }
   }
 

@@ -19,10 +19,18 @@ export const workflowIds = {
   contactImport: (jobId: string) => `contact-import/${jobId}`,
   contactBulk: (jobId: string) => `contact-bulk/${jobId}`,
   campaignSend: (campaignId: string) => `campaign-send/${campaignId}`,
+  /** The compute of a segment: one at a time per segment, a new run under the same id for each compute. */
+  segmentCompute: (segmentId: string) => `segment-compute/${segmentId}`,
+  /** A contact's n-th run of an automation (never reused: a second start of an ended id is refused). */
+  automationRun: (automationId: string, contactId: string, n: number) => `automation/${automationId}/${contactId}/${n}`,
+  /** One cancel-all request of an automation. */
+  automationCancelAll: (automationId: string, requestId: string) => `automation-cancel-all/${automationId}/${requestId}`,
 };
 
 /** The schedule that starts `emailSweeper` every 5 minutes. */
 export const EMAIL_SWEEPER_SCHEDULE_ID = 'email-sweeper';
+/** The schedule that starts `segmentRecomputeSweep` (every SEGMENT_RECOMPUTE_SWEEP_INTERVAL, 5 minutes by default). */
+export const SEGMENT_RECOMPUTE_SCHEDULE_ID = 'segment-recompute-sweep';
 
 /** domainVerification: runs a check now and returns its result (the handler waits for a check in progress first). */
 export const checkNowUpdate = defineUpdate<DomainCheckResult>('checkNow');
@@ -30,3 +38,15 @@ export const checkNowUpdate = defineUpdate<DomainCheckResult>('checkNow');
 export const removeSignal = defineSignal('remove');
 /** campaignSend: the campaign changed (a new time, a pause, a resume); the run re-reads it from the database. */
 export const campaignWakeSignal = defineSignal('wake');
+
+/** An event of the contact, as the automations consumer hands it to a run waiting in WAIT_FOR_EVENT. */
+export interface AutomationSignalEvent {
+  id: string;
+  name: string;
+  data: Record<string, unknown>;
+  /** ISO time the event was recorded. */
+  createdAt: string;
+}
+
+/** automationRun: an event of the contact that a WAIT_FOR_EVENT step may be waiting for. */
+export const automationEventSignal = defineSignal<[AutomationSignalEvent]>('event');

@@ -43,12 +43,13 @@ export async function createWorker() {
   const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
   const renderPool = createRenderPool(cfg.campaigns.renderThreads);
   const connection = await NativeConnection.connect({ address: cfg.temporal.address });
+  const gateway = await TemporalGateway.connect(cfg.temporal);
   const worker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
     workflowBundle: { codePath: bundle },
-    activities: createActivities({ orm, transport, config: cfg, renderPool }),
+    activities: createActivities({ orm, transport, config: cfg, renderPool, temporal: () => gateway }),
     maxConcurrentActivityTaskExecutions: 100,
     maxConcurrentWorkflowTaskExecutions: 100,
   });
@@ -57,6 +58,7 @@ export async function createWorker() {
     await renderPool.close();
     fs.rmSync(bundle, { force: true });
     await orm.close();
+    await gateway.close();
     await connection.close();
   };
   return { worker, close };
@@ -65,7 +67,16 @@ export async function createWorker() {
 /** The event outbox's dispatcher for the consumers of the process registry. */
 function createEventDispatcher(cfg = config()): EventDispatcher {
   const { outbox } = cfg.events;
-  return new EventDispatcher(cfg.database.url, buildRegistry(cfg).consumers.list(), {
+  // The automations consumer's client, connected at its first use (events flow before Temporal is needed).
+  let gateway: Promise<TemporalGateway> | undefined;
+  const automationControl = () => {
+    gateway ??= TemporalGateway.connect(cfg.temporal).catch((err: unknown) => {
+      gateway = undefined;
+      throw err;
+    });
+    return gateway;
+  };
+  return new EventDispatcher(cfg.database.url, buildRegistry(cfg, { automationControl }).consumers.list(), {
     pollIntervalMs: outbox.pollIntervalMs,
     batchSize: outbox.batchSize,
     retry: { ...DEFAULT_RETRY, maxAttempts: outbox.maxAttempts },
@@ -79,6 +90,7 @@ async function main() {
   const { worker, close } = await createWorker();
   const gateway = await TemporalGateway.connect(config().temporal);
   await gateway.ensureEmailSweeperSchedule();
+  await gateway.ensureSegmentRecomputeSchedule(config().segments.recomputeSweepIntervalMs);
   await gateway.close();
   logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
   await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)

@@ -68,6 +68,13 @@ export default async function globalSetup(): Promise<void> {
     EVENTS_PROBE: 'true',
     // Campaign retry passes after a second, not minutes (campaign-send.test.ts).
     CAMPAIGN_RETRY_DELAYS: '1s,1s',
+    // The segment recompute sweep looks for due segments every 3 s, not 5 minutes (segments.test.ts backdates a
+    // segment to make it due); segments are due only after their project's interval (at least 5 minutes), so the sweep
+    // leaves the segments other tests create alone.
+    SEGMENT_RECOMPUTE_SWEEP_INTERVAL: '3s',
+    // automation-runs.test.ts: WEBHOOK steps call a receiver on loopback (refused by default, against SSRF).
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_TIMEOUT: '2s',
   };
   const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });
   const startApi = () => startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') });

@@ -18,6 +18,7 @@ export const ProjectSchema = z
       trackClicks: z.boolean(),
       responseVariant: z.enum(RESPONSE_VARIANTS),
       campaignSendRate: z.number().int().nullable().meta({ description: "Campaign emails per second; null: the deployment's CAMPAIGN_SEND_RATE." }),
+      segmentRecomputeMinutes: z.number().int().nullable().meta({ description: 'Minutes between scheduled recomputes of tracked dynamic segments; null: hourly (60).' }),
     }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),

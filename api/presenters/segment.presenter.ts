@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { SegmentRow } from '../../domain/segments/segment.service';
+import type { SegmentCompute } from '../../domain/segments/segment-compute';
+import { workflowIds } from '../../temporal/definitions';
 
 export const SegmentSchema = z
   .object({
@@ -36,5 +38,39 @@ export function presentSegment(s: SegmentRow, opts: { echoFilters?: boolean } = 
     computedAt: iso(s.computedAt),
     createdAt: iso(s.createdAt)!,
     updatedAt: iso(s.updatedAt)!,
+  };
+}
+
+const SegmentComputeResultSchema = z
+  .object({
+    entered: z.number().int().meta({ description: 'Contacts that entered (one segment.<slug>.entry event each).' }),
+    exited: z.number().int().meta({ description: 'Contacts that left (one segment.<slug>.exit event each).' }),
+    memberCount: z.number().int(),
+  })
+  .meta({ id: 'SegmentComputeResult' });
+
+export const SegmentComputeSchema = z
+  .object({
+    id: z.string().meta({ description: 'The compute: the Temporal run id of its workflow.' }),
+    segmentId: z.string(),
+    workflowId: z.string().meta({ description: 'segment-compute/<segmentId>: the workflow in Temporal Web UI (one run per compute).' }),
+    status: z.enum(['RUNNING', 'COMPLETED', 'FAILED']),
+    result: SegmentComputeResultSchema.nullable().meta({ description: 'Once COMPLETED.' }),
+    error: z.string().nullable().meta({ description: 'Once FAILED: why.' }),
+    startedAt: z.iso.datetime(),
+    finishedAt: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'SegmentCompute' });
+
+export function presentSegmentCompute(c: SegmentCompute): z.infer<typeof SegmentComputeSchema> {
+  return {
+    id: c.runId,
+    segmentId: c.segmentId,
+    workflowId: workflowIds.segmentCompute(c.segmentId),
+    status: c.status,
+    result: c.result ? { entered: c.result.entered, exited: c.result.exited, memberCount: c.result.memberCount } : null,
+    error: c.error,
+    startedAt: iso(c.startedAt)!,
+    finishedAt: iso(c.finishedAt),
   };
 }

@@ -3,11 +3,10 @@ import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
 import { errorResponses } from '../common.schema';
 import { presentContact } from '../presenters/contact.presenter';
-import { SegmentSchema, presentSegment } from '../presenters/segment.presenter';
+import { SegmentComputeSchema, SegmentSchema, presentSegment, presentSegmentCompute } from '../presenters/segment.presenter';
 import {
   AddMembersBody,
   AddMembersResponse,
-  ComputeResponse,
   CreateSegmentBody,
   RemoveMembersBody,
   RemoveMembersResponse,
@@ -18,7 +17,6 @@ import {
 } from './schema';
 import {
   addSegmentMembers,
-  computeSegment,
   createSegment,
   deleteSegment,
   getSegment,
@@ -28,11 +26,12 @@ import {
   removeSegmentMembers,
   updateSegment,
 } from '../../domain/segments/segment.service';
+import { getSegmentCompute, requestSegmentCompute } from '../../domain/segments/segment-compute';
 import { asFilter } from '../../domain/filters';
 
 const TAGS = ['Segments'];
 
-export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
+export function segmentRoutes(routes: Routes, deps: ApiDeps): void {
   // The usage endpoints of contacts and events report segments once the API has loaded this module.
 
   routes.add({
@@ -162,15 +161,34 @@ export function segmentRoutes(routes: Routes, _deps: ApiDeps): void {
   routes.add({
     method: 'post',
     path: '/segments/:id/compute',
-    summary: 'Recompute membership; a tracked dynamic segment fires entry/exit events',
+    summary: 'Start a membership compute (a workflow); poll GET /segments/:id/compute for its result',
     description:
+      'Runs as the Temporal workflow `segment-compute/<segmentId>` and answers 202 at once with the compute, usually RUNNING ' +
+      '(`Location` names the status endpoint). One compute per segment runs at a time: a request while one runs answers that one. ' +
       'Tracked dynamic segments: the membership is diffed against the last compute, stored, and every change records ' +
-      '`segment.<slug>.entry` or `segment.<slug>.exit` on the contact. Other segments: the count is refreshed only.',
+      '`segment.<slug>.entry` or `segment.<slug>.exit` on the contact. Other segments: the count is refreshed only (entered and exited 0). ' +
+      "Tracked dynamic segments are also recomputed on a schedule (the project's settings.segmentRecomputeMinutes, hourly by default).",
     tags: TAGS,
     auth: 'secret',
     params: SegmentIdParams,
-    responses: { 200: { description: 'Changes and the new count', schema: ComputeResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params, principal }) => ({ body: await computeSegment(ctx.state.em, principal.projectId, params.id) }),
+    responses: { 202: { description: 'The compute (started, or the one running)', schema: SegmentComputeSchema }, ...errorResponses(401, 404, 422, 503) },
+    handler: async ({ ctx, params, principal }) => {
+      const compute = await requestSegmentCompute(ctx.state.em, deps.temporal, principal.projectId, params.id);
+      ctx.set('Location', `/segments/${params.id}/compute`);
+      return { status: 202, body: presentSegmentCompute(compute) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/segments/:id/compute',
+    summary: "The segment's last compute: RUNNING, COMPLETED with { entered, exited, memberCount }, or FAILED",
+    description: 'The last compute, started through the API or by the schedule. 404 also when the segment was never computed.',
+    tags: TAGS,
+    auth: 'secret',
+    params: SegmentIdParams,
+    responses: { 200: { description: 'The last compute', schema: SegmentComputeSchema }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params, principal }) => ({ body: presentSegmentCompute(await getSegmentCompute(ctx.state.em, principal.projectId, params.id)) }),
   });
 
   routes.add({

@@ -87,7 +87,3 @@ export const AddMembersResponse = z
 
 export const RemoveMembersBody = z.object({ emails: Emails }).strict().meta({ id: 'RemoveSegmentMembersRequest' });
 export const RemoveMembersResponse = z.object({ removed: z.number().int(), memberCount: z.number().int() }).meta({ id: 'RemoveSegmentMembersResult' });
-
-export const ComputeResponse = z
-  .object({ entered: z.number().int(), exited: z.number().int(), memberCount: z.number().int() })
-  .meta({ id: 'SegmentComputeResult' });

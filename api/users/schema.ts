@@ -20,6 +20,14 @@ export const UpdateProjectBody = z
           .nullable()
           .optional()
           .meta({ description: "Campaign emails per second for this project; null: the deployment's CAMPAIGN_SEND_RATE." }),
+        segmentRecomputeMinutes: z
+          .number({ error: 'segmentRecomputeMinutes is a whole number from 5 to 10080, or null' })
+          .int('segmentRecomputeMinutes is a whole number from 5 to 10080, or null')
+          .min(5, 'segmentRecomputeMinutes is at least 5 (null: hourly)')
+          .max(10_080, 'segmentRecomputeMinutes is at most 10080 (a week)')
+          .nullable()
+          .optional()
+          .meta({ description: 'Minutes between scheduled recomputes of the tracked dynamic segments (5 to 10080); null: hourly (60).' }),
       })
       .strict()
       .optional(),

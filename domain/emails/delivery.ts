@@ -236,7 +236,8 @@ export async function markEmailsFailed(em: EntityManager, emailIds: string[], re
 
 /**
  * Emails still QUEUED long after they were accepted: their delivery workflow never ran (a campaign's QUEUED rows are
- * its own send's to walk, however long it is paused, and have no body to deliver: never these) (the API process died between
+ * its own send's to walk, however long it is paused, and have no body to deliver: never these; an automation step's email
+ * is its run's to send, under the run's workflow id: never these either) (the API process died between
  * storing them and starting it, or an operator terminated it). Grouped by the delivery workflow id stored with them.
  */
 export async function findStrandedEmails(
@@ -246,6 +247,7 @@ export async function findStrandedEmails(
   const rows = await em.execute<{ projectId: string; workflowId: string | null; id: string }[]>(
     `select project_id as "projectId", workflow_id as "workflowId", id from emails
      where status = 'QUEUED' and created_at < now() - make_interval(secs => ?) and campaign_id is null
+       and (workflow_id is null or workflow_id not like 'automation/%')
      order by id limit ?`,
     [opts.olderThanMs / 1000, opts.limit],
   );

@@ -10,7 +10,7 @@ import { preparedQuery } from '../prepared';
  * is refused: never two deliveries of one email). A prepared statement over arrays (planned once per connection): a
  * batch carries every email's HTML and text, which the ORM's raw queries would inline into a new SQL text each time.
  */
-async function insertEmails(em: EntityManager, projectId: string, workflowId: string, emails: NewEmail[]): Promise<void> {
+export async function insertEmails(em: EntityManager, projectId: string, workflowId: string, emails: NewEmail[]): Promise<void> {
   await preparedQuery(
     em,
     'email_intake_insert',

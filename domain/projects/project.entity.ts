@@ -9,9 +9,20 @@ export interface ProjectSettings {
   responseVariant: 'current' | 'earlier';
   /** Campaign emails per second for this project; null = the deployment's CAMPAIGN_SEND_RATE (0 there = unthrottled). */
   campaignSendRate: number | null;
+  /** Minutes between scheduled recomputes of the tracked segments; null = DEFAULT_SEGMENT_RECOMPUTE_MINUTES (hourly). */
+  segmentRecomputeMinutes: number | null;
 }
 
-export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = { trackOpens: true, trackClicks: true, responseVariant: 'current', campaignSendRate: null };
+/** How often tracked segments are recomputed unless the project sets `segmentRecomputeMinutes`. */
+export const DEFAULT_SEGMENT_RECOMPUTE_MINUTES = 60;
+
+export const DEFAULT_PROJECT_SETTINGS: ProjectSettings = {
+  trackOpens: true,
+  trackClicks: true,
+  responseVariant: 'current',
+  campaignSendRate: null,
+  segmentRecomputeMinutes: null,
+};
 
 /**
  * The column's default, as migrated. Settings added later are not in it: every read merges DEFAULT_PROJECT_SETTINGS

@@ -22,6 +22,13 @@ export const Segment = defineEntity({
     memberCount: p.bigint('number').default(0),
     countedAt: p.datetime().nullable(),
     computedAt: p.datetime().nullable(),
+    // The last compute (migration 20261125100000; domain/segments/segment-compute.ts).
+    computeRunId: p.string().length(64).nullable(),
+    computeStatus: p.enum(['RUNNING', 'COMPLETED', 'FAILED'] as const).nullable(),
+    computeStartedAt: p.datetime().nullable(),
+    computeFinishedAt: p.datetime().nullable(),
+    computeResult: p.json<Record<string, unknown>>().nullable(),
+    computeError: p.text().nullable(),
     createdAt: p.datetime().defaultRaw('now()'),
     updatedAt: p.datetime().defaultRaw('now()'),
   },

@@ -3,6 +3,8 @@ import { createEmailActivities } from './email.activities';
 import { createDomainActivities } from './domain.activities';
 import { createContactJobActivities } from './contact-jobs.activities';
 import { createCampaignActivities } from './campaign.activities';
+import { createSegmentActivities } from './segment.activities';
+import { createAutomationActivities } from './automation.activities';
 
 /** All activities, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -11,6 +13,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createDomainActivities(deps),
     ...createContactJobActivities(deps),
     ...createCampaignActivities(deps),
+    ...createSegmentActivities(deps),
+    ...createAutomationActivities(deps),
   };
 }
 

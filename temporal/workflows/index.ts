@@ -5,3 +5,7 @@ export { domainVerification } from './domain-verification.workflow';
 export { contactImport } from './contact-import.workflow';
 export { contactBulk } from './contact-bulk.workflow';
 export { campaignSend } from './campaign-send.workflow';
+export { segmentCompute } from './segment-compute.workflow';
+export { segmentRecomputeSweep } from './segment-recompute-sweep.workflow';
+export { automationRun } from './automation-run.workflow';
+export { automationCancelAll } from './automation-cancel-all.workflow';

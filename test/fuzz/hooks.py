@@ -23,6 +23,11 @@ ANY = "*"
 # Field-error codes of the filter validator that the Filter component's shape does not express.
 FILTER_SEMANTICS = {"unsupported_operator", "invalid_value", "too_deep", "too_many_conditions"}
 
+# Field-error codes of a workflow graph that cannot run yet (README: Workflows): the problems enabling or starting
+# names, each about the stored steps and transitions, templates and sender domains (server state).
+GRAPH_PROBLEMS = {"no_steps", "no_entry", "no_trigger", "invalid_branch", "missing_branch", "unreachable", "cycle", "not_found",
+                  "required", "domain_not_verified"}
+
 # (operation label or ANY, status, error.code of the envelope, field-error codes or None for "any") -> why
 REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
     # Text never contains NUL (U+0000) or a lone UTF-16 surrogate, in any string, key or parameter: Postgres cannot
@@ -59,6 +64,25 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
         "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
     ("PATCH /campaigns/{id}", 422, "VALIDATION_ERROR", frozenset(FILTER_SEMANTICS)):
         "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
+    # Workflows: the trigger filter and CONDITION filters are the filter language (semantics beyond the shape, as above);
+    # enabling, an entry step, a manual start and transitions depend on the stored graph; a step's config must fit the
+    # step's type, and a splice needs a step with one successor (server state).
+    ("POST /workflows", 422, "VALIDATION_ERROR", frozenset(FILTER_SEMANTICS)):
+        "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
+    ("PATCH /workflows/{id}", 422, "VALIDATION_ERROR", frozenset({*FILTER_SEMANTICS, *GRAPH_PROBLEMS})):
+        "filter semantics beyond its shape, or the stored graph cannot run yet (server state)",
+    # A WEBHOOK url is checked by the URL parser too: a host ending in a number must be a valid IPv4 address (WHATWG);
+    # header names are case-insensitive, so one given twice in other case is refused (JSON Schema compares exactly).
+    ("POST /workflows/{id}/steps", 422, "VALIDATION_ERROR", frozenset({*FILTER_SEMANTICS, "invalid_url", "invalid_header"})):
+        "filter semantics beyond its shape, a host that ends in a number and is no IPv4 address, or a header name twice",
+    ("PATCH /workflows/{id}/steps/{stepId}", 422, "VALIDATION_ERROR", frozenset({*FILTER_SEMANTICS, "wrong_step_type"})):
+        "filter semantics beyond its shape, or a config of another step type than the stored step's (server state)",
+    ("DELETE /workflows/{id}/steps/{stepId}", 422, "VALIDATION_ERROR", frozenset({"ambiguous_splice"})):
+        "the step has two connected branches (server state)",
+    ("POST /workflows/{id}/transitions", 422, "VALIDATION_ERROR", frozenset({"not_found", "invalid_branch"})):
+        "the steps must be this workflow's, and the branch fits the source step's type (server state)",
+    ("POST /workflows/{id}/executions", 422, "VALIDATION_ERROR", frozenset({*GRAPH_PROBLEMS, "not_found"})):
+        "the contact must be the project's, and the graph must be able to run (server state)",
     # A sender address must be on a VERIFIED domain of the project (SPEC; field code `unverified_domain`): server
     # state, not shape.
     ("POST /v1/send", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):

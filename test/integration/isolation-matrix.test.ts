@@ -96,6 +96,10 @@ interface World {
   templateId: string;
   segmentId: string;
   campaignId: string;
+  workflowId: string;
+  stepId: string;
+  transitionId: string;
+  executionId: string;
   domainId: string;
   importJobId: string;
   bulkJobId: string;
@@ -122,6 +126,10 @@ const PARAMS: Record<string, ParamKind> = {
   'templates/{id}': { kind: 'owned', value: (w) => w.templateId },
   'segments/{id}': { kind: 'owned', value: (w) => w.segmentId },
   'campaigns/{id}': { kind: 'owned', value: (w) => w.campaignId },
+  'workflows/{id}': { kind: 'owned', value: (w) => w.workflowId },
+  'steps/{stepId}': { kind: 'owned', value: (w) => w.stepId },
+  'transitions/{transitionId}': { kind: 'owned', value: (w) => w.transitionId },
+  'executions/{executionId}': { kind: 'owned', value: (w) => w.executionId },
   'domains/{id}': { kind: 'owned', value: (w) => w.domainId },
   'project/{projectId}': { kind: 'owned', value: (w) => w.b.projectId },
   'projects/{id}': { kind: 'owned', value: (w) => w.b.projectId },
@@ -240,6 +248,11 @@ const NOT_PROJECT_DATA: Record<string, string> = {
   contact_counts: 'compared as the derived count below',
 };
 
+/** Tables whose link to a project goes through a column not named after the table it points at. */
+const LINKED: Record<string, string> = {
+  automation_execution_steps: 'execution_id in (select id from automation_executions where project_id = $1)',
+};
+
 interface TablePlan {
   table: string;
   where: string;
@@ -262,6 +275,10 @@ async function planSnapshot(): Promise<TablePlan[]> {
   unclassifiedTables = [];
   for (const [table, cols] of columns) {
     if (table === 'projects' || table === 'users' || NOT_PROJECT_DATA[table]) continue;
+    if (LINKED[table]) {
+      plans.push({ table, where: LINKED[table] });
+      continue;
+    }
     if (scoped.has(table)) {
       plans.push({ table, where: 'project_id = $1' });
       continue;
@@ -373,7 +390,8 @@ async function buildWorld(): Promise<World> {
     201,
     'segment',
   );
-  await ok(api('POST', `/segments/${segment.id}/compute`, { key: b.secretKey }), 200, 'segment compute');
+  await ok(api('POST', `/segments/${segment.id}/compute`, { key: b.secretKey }), 202, 'segment compute');
+  await waitForJob(`/segments/${segment.id}/compute`, b.secretKey);
   const campaign = await ok(
     api('POST', '/campaigns', {
       key: b.secretKey,
@@ -382,6 +400,18 @@ async function buildWorld(): Promise<World> {
     201,
     'campaign',
   );
+  // A workflow with a run that waits a day (its rows stay still): DELAY -> SEND_EMAIL.
+  const workflow = await ok(api('POST', '/workflows', { key: b.secretKey, body: { name: 'B workflow', triggerEvent: eventName } }), 201, 'workflow');
+  const delayStep = await ok(api('POST', `/workflows/${workflow.id}/steps`, { key: b.secretKey, body: { type: 'DELAY', config: { duration: { amount: 1, unit: 'days' } } } }), 201, 'step');
+  const sendStep = await ok(api('POST', `/workflows/${workflow.id}/steps`, { key: b.secretKey, body: { type: 'SEND_EMAIL', config: { templateId: template.id } } }), 201, 'step');
+  const transition = await ok(api('POST', `/workflows/${workflow.id}/transitions`, { key: b.secretKey, body: { fromStepId: delayStep.id, toStepId: sendStep.id } }), 201, 'transition');
+  const execution = await ok(api('POST', `/workflows/${workflow.id}/executions`, { key: b.secretKey, body: { contactId } }), 201, 'execution');
+  for (let i = 0; ; i++) {
+    const x = await ok(api('GET', `/workflows/${workflow.id}/executions/${execution.id}`, { key: b.secretKey }), 200, 'execution');
+    if (x.status === 'WAITING') break;
+    if (i > 100) throw new Error(`B's execution is ${x.status}, not WAITING`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
   const sent = await ok(api('POST', '/v1/send', { key: b.secretKey, body: { to: contactEmail, template: template.id } }), 200, 'send');
   const emailId: string = sent.data.emails[0].email;
   await waitForEmailStatus(emailId, 'SENT');
@@ -413,12 +443,16 @@ async function buildWorld(): Promise<World> {
     templateId: template.id,
     segmentId: segment.id,
     campaignId: campaign.id,
+    workflowId: workflow.id,
+    stepId: sendStep.id,
+    transitionId: transition.id,
+    executionId: execution.id,
     domainId: created.id,
     importJobId,
     bulkJobId: bulk.jobId,
     fieldName,
     eventName,
-    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, emailId, created.id, importJobId, bulk.jobId],
+    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId],
   };
 }
 

@@ -37,6 +37,39 @@ async function segmentEvents(projectId: string, slug: string): Promise<{ name: s
   return rows;
 }
 
+interface Compute {
+  id: string;
+  segmentId: string;
+  workflowId: string;
+  status: 'RUNNING' | 'COMPLETED' | 'FAILED';
+  result: { entered: number; exited: number; memberCount: number } | null;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls GET /segments/:id/compute until the compute (`id`, or whichever is last) is no longer RUNNING. */
+async function computeDone(segmentId: string, p: TestProject, id?: string, timeoutMs = 30_000): Promise<Compute> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await call('GET', `/segments/${segmentId}/compute`, undefined, p);
+    if (res.status === 200 && res.body.status !== 'RUNNING' && (id === undefined || res.body.id === id)) return res.body as Compute;
+    if (Date.now() > deadline) throw new Error(`the compute of ${segmentId} did not finish: ${res.status} ${res.text}`);
+    await sleep(100);
+  }
+}
+
+/** POST /segments/:id/compute (202), then the result of that compute once COMPLETED. */
+async function compute(segmentId: string, p = project): Promise<Compute['result']> {
+  const started = await call('POST', `/segments/${segmentId}/compute`, undefined, p);
+  expect(started.status).toBe(202);
+  const done = await computeDone(segmentId, p, started.body.id);
+  expect(done).toMatchObject({ status: 'COMPLETED', error: null });
+  return done.result;
+}
+
 describe('POST /segments', () => {
   test('a dynamic segment is created with a slug, its condition and a counted memberCount', async () => {
     const p = await freshProject();
@@ -215,9 +248,7 @@ describe('compute and refresh', () => {
     const seg = (await call('POST', '/segments', { name: 'Engaged pro', type: 'DYNAMIC', condition, trackMembership: true }, p)).body;
     expect(seg.slug).toBe('engaged-pro');
 
-    const first = await call('POST', `/segments/${seg.id}/compute`, undefined, p);
-    expect(first.status).toBe(200);
-    expect(first.body).toEqual({ entered: 2, exited: 0, memberCount: 2 });
+    expect(await compute(seg.id, p)).toEqual({ entered: 2, exited: 0, memberCount: 2 });
     expect(await membershipRows(seg.id)).toEqual([emails[0], emails[1]]);
     expect(await segmentEvents(p.projectId, 'engaged-pro')).toEqual([
       { name: 'segment.engaged-pro.entry', email: emails[0] },
@@ -225,13 +256,12 @@ describe('compute and refresh', () => {
     ]);
 
     // Nothing changed: nothing fires.
-    expect((await call('POST', `/segments/${seg.id}/compute`, undefined, p)).body).toEqual({ entered: 0, exited: 0, memberCount: 2 });
+    expect(await compute(seg.id, p)).toEqual({ entered: 0, exited: 0, memberCount: 2 });
 
     // m0 downgrades (exit); m2 tracks `upgrade` (entry).
     expect((await call('PATCH', `/contacts/${ids[0]}`, { data: { plan: 'free' } }, p)).status).toBe(200);
     expect((await api('POST', '/v1/track', { key: p.publicKey, body: { email: emails[2], event: 'upgrade' } })).status).toBe(200);
-    const second = await call('POST', `/segments/${seg.id}/compute`, undefined, p);
-    expect(second.body).toEqual({ entered: 1, exited: 1, memberCount: 2 });
+    expect(await compute(seg.id, p)).toEqual({ entered: 1, exited: 1, memberCount: 2 });
     expect(await membershipRows(seg.id)).toEqual([emails[1], emails[2]]);
     const events = await segmentEvents(p.projectId, 'engaged-pro');
     expect(events).toEqual([
@@ -248,7 +278,7 @@ describe('compute and refresh', () => {
 
     // Deleting a member contact drops its membership; the next compute has no exit to fire for it.
     await call('DELETE', `/contacts/${ids[1]}`, undefined, p);
-    expect((await call('POST', `/segments/${seg.id}/compute`, undefined, p)).body).toEqual({ entered: 0, exited: 0, memberCount: 1 });
+    expect(await compute(seg.id, p)).toEqual({ entered: 0, exited: 0, memberCount: 1 });
   });
 
   test('refresh writes nothing but the count (no events, no membership writes)', async () => {
@@ -256,7 +286,7 @@ describe('compute and refresh', () => {
     const t = tag();
     await seedContacts(p.projectId, 3, (i) => ({ email: `r${i}-${t}@example.com`, data: { plan: 'pro' } }));
     const seg = (await call('POST', '/segments', { name: 'Refreshable', type: 'DYNAMIC', condition: plan('pro'), trackMembership: true }, p)).body;
-    await call('POST', `/segments/${seg.id}/compute`, undefined, p);
+    await compute(seg.id, p);
     const before = await membershipRows(seg.id);
     const eventsBefore = await segmentEvents(p.projectId, 'refreshable');
     await seedContacts(p.projectId, 2, (i) => ({ email: `r-new${i}-${t}@example.com`, data: { plan: 'pro' } }));
@@ -265,27 +295,156 @@ describe('compute and refresh', () => {
     expect(refreshed.body.memberCount).toBe(5);
     expect(await membershipRows(seg.id)).toEqual(before);
     expect(await segmentEvents(p.projectId, 'refreshable')).toEqual(eventsBefore);
-    expect((await call('POST', `/segments/${seg.id}/compute`, undefined, p)).body).toEqual({ entered: 2, exited: 0, memberCount: 5 });
+    expect(await compute(seg.id, p)).toEqual({ entered: 2, exited: 0, memberCount: 5 });
   });
 
-  test('compute of an untracked segment only refreshes the count', async () => {
+  test('compute of an untracked or static segment only refreshes the count (through the same workflow)', async () => {
     const p = await freshProject();
-    await seedContacts(p.projectId, 2, (i) => ({ email: `u${i}-${tag()}@example.com`, data: { plan: 'pro' } }));
+    const emails = [0, 1].map((i) => `u${i}-${tag()}@example.com`);
+    await seedContacts(p.projectId, 2, (i) => ({ email: emails[i]!, data: { plan: 'pro' } }));
     const seg = (await call('POST', '/segments', { name: 'Untracked', type: 'DYNAMIC', condition: plan('pro') }, p)).body;
     await seedContacts(p.projectId, 1, () => ({ email: `u-late-${tag()}@example.com`, data: { plan: 'pro' } }));
-    expect((await call('POST', `/segments/${seg.id}/compute`, undefined, p)).body).toEqual({ entered: 0, exited: 0, memberCount: 3 });
+    expect(await compute(seg.id, p)).toEqual({ entered: 0, exited: 0, memberCount: 3 });
     expect(await membershipRows(seg.id)).toEqual([]);
     expect(await segmentEvents(p.projectId, 'untracked')).toEqual([]);
+    expect((await call('GET', `/segments/${seg.id}`, undefined, p)).body).toMatchObject({ memberCount: 3, computedAt: null });
+
+    const stat = (await call('POST', '/segments', { name: 'Static', type: 'STATIC' }, p)).body;
+    await call('POST', `/segments/${stat.id}/members`, { emails }, p);
+    expect(await compute(stat.id, p)).toEqual({ entered: 0, exited: 0, memberCount: 2 });
+    expect(await segmentEvents(p.projectId, 'static')).toEqual([]);
   });
 
   test('turning tracking off forgets the membership', async () => {
     const p = await freshProject();
     await seedContacts(p.projectId, 2, (i) => ({ email: `o${i}-${tag()}@example.com`, data: { plan: 'pro' } }));
     const seg = (await call('POST', '/segments', { name: 'Toggle', type: 'DYNAMIC', condition: plan('pro'), trackMembership: true }, p)).body;
-    await call('POST', `/segments/${seg.id}/compute`, undefined, p);
+    await compute(seg.id, p);
     expect(await membershipRows(seg.id)).toHaveLength(2);
     await call('PATCH', `/segments/${seg.id}`, { trackMembership: false }, p);
     expect(await membershipRows(seg.id)).toEqual([]);
+  });
+});
+
+describe('compute runs as a workflow', () => {
+  test('POST answers 202 with the compute to poll (Location); GET shows it until COMPLETED; 404 before the first', async () => {
+    const p = await freshProject();
+    await seedContacts(p.projectId, 2, (i) => ({ email: `w${i}-${tag()}@example.com`, data: { plan: 'pro' } }));
+    const seg = (await call('POST', '/segments', { name: 'Polled', type: 'DYNAMIC', condition: plan('pro'), trackMembership: true }, p)).body;
+    const never = await call('GET', `/segments/${seg.id}/compute`, undefined, p);
+    expect({ status: never.status, code: never.body.error?.code }).toEqual({ status: 404, code: 'NOT_FOUND' });
+
+    const started = await call('POST', `/segments/${seg.id}/compute`, undefined, p);
+    expect(started.status).toBe(202);
+    expect(started.headers.get('location')).toBe(`/segments/${seg.id}/compute`);
+    expect(started.body).toMatchObject({ id: expect.any(String), segmentId: seg.id, workflowId: `segment-compute/${seg.id}`, startedAt: expect.any(String) });
+    expect(['RUNNING', 'COMPLETED']).toContain(started.body.status);
+
+    const done = await computeDone(seg.id, p, started.body.id);
+    expect(done).toEqual({
+      id: started.body.id,
+      segmentId: seg.id,
+      workflowId: `segment-compute/${seg.id}`,
+      status: 'COMPLETED',
+      result: { entered: 2, exited: 0, memberCount: 2 },
+      error: null,
+      startedAt: expect.any(String),
+      finishedAt: expect.any(String),
+    });
+    expect(Date.parse(done.finishedAt!)).toBeGreaterThanOrEqual(Date.parse(done.startedAt));
+    expect((await call('GET', `/segments/${seg.id}`, undefined, p)).body).toMatchObject({ memberCount: 2, computedAt: expect.any(String) });
+    expect((await call('GET', `/segments/${seg.id}/compute`, undefined, other)).status).toBe(404);
+    expect((await call('GET', `/segments/${randomUUID()}/compute`, undefined, p)).status).toBe(404);
+  });
+
+  test('one compute per segment: concurrent POSTs and a POST while it runs join one run, which fires each event once; after it ended a POST starts a new run', async () => {
+    const p = await freshProject();
+    const t = tag();
+    const ids = await seedContacts(p.projectId, 2, (i) => ({ email: `once${i}-${t}@example.com`, data: { plan: 'pro' } }));
+    const seg = (await call('POST', '/segments', { name: 'Once', type: 'DYNAMIC', condition: plan('pro'), trackMembership: true }, p)).body;
+    // Holds the compute: an uncommitted membership of the segment keys the segment's row, so the compute's row lock
+    // waits for this transaction.
+    const hold = await db().connect();
+    let first: Compute;
+    try {
+      await hold.query('begin');
+      await hold.query('insert into segment_memberships (segment_id, contact_id) values ($1, $2)', [seg.id, ids[0]]);
+      const [a, b] = await Promise.all([0, 1].map(() => call('POST', `/segments/${seg.id}/compute`, undefined, p)));
+      expect([a!.status, b!.status]).toEqual([202, 202]);
+      expect(b!.body.id).toBe(a!.body.id);
+      first = a!.body;
+      const again = await call('POST', `/segments/${seg.id}/compute`, undefined, p);
+      expect(again.body).toMatchObject({ id: first.id, status: 'RUNNING' });
+      expect((await call('GET', `/segments/${seg.id}/compute`, undefined, p)).body).toMatchObject({ id: first.id, status: 'RUNNING', result: null, finishedAt: null });
+    } finally {
+      await hold.query('rollback');
+      hold.release();
+    }
+    expect((await computeDone(seg.id, p, first.id)).result).toEqual({ entered: 2, exited: 0, memberCount: 2 });
+    expect(await segmentEvents(p.projectId, 'once')).toHaveLength(2);
+
+    const next = await call('POST', `/segments/${seg.id}/compute`, undefined, p);
+    expect(next.status).toBe(202);
+    expect(next.body.id).not.toBe(first.id);
+    expect(next.body.workflowId).toBe(first.workflowId);
+    expect((await computeDone(seg.id, p, next.body.id)).result).toEqual({ entered: 0, exited: 0, memberCount: 2 });
+  });
+
+  test('a POST right after a compute finished starts a new run: a run that recorded its end is never joined', async () => {
+    const p = await freshProject();
+    await seedContacts(p.projectId, 1, () => ({ email: `again-${tag()}@example.com`, data: { plan: 'pro' } }));
+    const seg = (await call('POST', '/segments', { name: 'Again', type: 'DYNAMIC', condition: plan('pro'), trackMembership: true }, p)).body;
+    let current: string = (await call('POST', `/segments/${seg.id}/compute`, undefined, p)).body.id;
+    for (let i = 0; i < 5; i++) {
+      const done = await computeDone(seg.id, p, current);
+      // At once: the finished run's workflow may still be completing, and a start would join it.
+      const next = await call('POST', `/segments/${seg.id}/compute`, undefined, p);
+      expect(next.status).toBe(202);
+      expect(next.body.id).not.toBe(done.id);
+      current = next.body.id;
+    }
+    expect((await computeDone(seg.id, p, current)).result).toEqual({ entered: 0, exited: 0, memberCount: 1 });
+  });
+
+  test("the schedule recomputes a tracked segment once its project's segmentRecomputeMinutes have passed, and not before", async () => {
+    const p = await freshProject();
+    const set = await api('PATCH', `/users/@me/projects/${p.projectId}`, { cookie: p.cookie, body: { settings: { segmentRecomputeMinutes: 5 } } });
+    expect(set.status).toBe(200);
+    expect(set.body.settings.segmentRecomputeMinutes).toBe(5);
+    const hourly = await freshProject();
+    const t = tag();
+    await seedContacts(p.projectId, 2, (i) => ({ email: `sched${i}-${t}@example.com`, data: { plan: 'pro' } }));
+    await seedContacts(hourly.projectId, 1, () => ({ email: `sched-h-${t}@example.com`, data: { plan: 'pro' } }));
+    const tracked = { type: 'DYNAMIC', condition: plan('pro'), trackMembership: true };
+    const due = (await call('POST', '/segments', { name: 'Scheduled', ...tracked }, p)).body;
+    const recent = (await call('POST', '/segments', { name: 'Recent', ...tracked }, p)).body;
+    const notYet = (await call('POST', '/segments', { name: 'Hourly', ...tracked }, hourly)).body;
+    // Due: created 6 minutes ago in the 5-minute project. Not due: created just now, or 30 minutes ago in an hourly project.
+    await db().query(`update segments set created_at = now() - interval '6 minutes' where id = $1`, [due.id]);
+    await db().query(`update segments set created_at = now() - interval '30 minutes' where id = $1`, [notYet.id]);
+
+    const done = await computeDone(due.id, p, undefined, 30_000); // the sweep runs every 3 s in the test stack
+    expect(done).toMatchObject({ workflowId: `segment-compute/${due.id}`, status: 'COMPLETED', result: { entered: 2, exited: 0, memberCount: 2 } });
+    expect(await segmentEvents(p.projectId, 'scheduled')).toHaveLength(2);
+    // Two sweeps later: the computed segment is not due again for 5 minutes, the others are not due at all.
+    await sleep(7_000);
+    expect((await call('GET', `/segments/${due.id}/compute`, undefined, p)).body.id).toBe(done.id);
+    expect((await call('GET', `/segments/${recent.id}/compute`, undefined, p)).status).toBe(404);
+    expect((await call('GET', `/segments/${notYet.id}/compute`, undefined, hourly)).status).toBe(404);
+  });
+
+  test('settings.segmentRecomputeMinutes takes a whole number from 5 to 10080, or null (hourly)', async () => {
+    const p = await freshProject();
+    const path = `/users/@me/projects/${p.projectId}`;
+    expect((await api('GET', '/users/@me/projects', { cookie: p.cookie })).body[0].settings).toMatchObject({ segmentRecomputeMinutes: null });
+    const set = await api('PATCH', path, { cookie: p.cookie, body: { settings: { segmentRecomputeMinutes: 10_080 } } });
+    expect(set.body.settings).toMatchObject({ segmentRecomputeMinutes: 10_080, trackOpens: true });
+    for (const bad of [4, 10_081, 7.5, '60']) {
+      const res = await api('PATCH', path, { cookie: p.cookie, body: { settings: { segmentRecomputeMinutes: bad } } });
+      expect({ bad, status: res.status, field: res.body.error?.errors?.[0]?.field }).toEqual({ bad, status: 422, field: 'settings.segmentRecomputeMinutes' });
+    }
+    const reset = await api('PATCH', path, { cookie: p.cookie, body: { settings: { segmentRecomputeMinutes: null } } });
+    expect(reset.body.settings.segmentRecomputeMinutes).toBeNull();
   });
 });
 

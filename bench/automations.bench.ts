@@ -1,0 +1,133 @@
+// `npm run bench:automations`: CONTACTS contacts tracked (`POST /v1/track`) into an enabled workflow
+// SEND_EMAIL -> DELAY 1 s -> SEND_EMAIL, through the real stack (embedded Postgres, Temporal dev server, API and worker
+// processes) to a loopback SMTP sink that accepts everything. Reports executions started per second, the latency from
+// each track call's answer to that contact's first email at the sink (p50/p99), the time until every email arrived,
+// the worker's peak RSS, CPU seconds per process, and checks every contact got both emails exactly once.
+// Loopback only; stops by itself. Options (env): CONTACTS (10000), CONCURRENCY (track calls in flight, 32).
+import { SMTPServer } from 'smtp-server';
+import { startBenchStack, benchProject } from './stack';
+import { freePort } from '../scripts/services/process';
+import { cpuByProcess, rssMb } from './proc';
+
+const CONTACTS = Number(process.env.CONTACTS ?? 10_000);
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 32);
+const DOMAIN = 'bench.example.test';
+
+/** A sink that accepts every message and notes, per envelope recipient, each arrival time. */
+async function startTimingSink(port: number) {
+  const arrivals = new Map<string, number[]>();
+  let messages = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData(stream, session, callback) {
+      stream.on('data', () => undefined);
+      stream.on('end', () => {
+        messages++;
+        const at = Date.now();
+        for (const r of session.envelope.rcptTo) arrivals.set(r.address, [...(arrivals.get(r.address) ?? []), at]);
+        callback();
+      });
+    },
+  });
+  server.on('error', () => undefined);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { arrivals, messages: () => messages, url: `smtp://127.0.0.1:${port}`, stop: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main() {
+  const sink = await startTimingSink(await freePort());
+  const stack = await startBenchStack({ smtpUrl: sink.url });
+  try {
+    const { secretKey, publicKey } = await benchProject(stack.apiUrl, stack.db, DOMAIN);
+    const call = async (method: string, path: string, body?: unknown, key = secretKey) => {
+      const res = await fetch(`${stack.apiUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      return res.json() as Promise<Record<string, any>>;
+    };
+    const template = async (subject: string) =>
+      (await call('POST', '/templates', { name: subject, subject, body: '<p>Hi {{ first | default: "there" }}, welcome to {{ context.plan }}.</p>', type: 'TRANSACTIONAL', from: `hello@${DOMAIN}` })).id as string;
+    const wf = await call('POST', '/workflows', { name: 'Onboarding', triggerEvent: 'signed-up' });
+    const first = (await call('POST', `/workflows/${wf.id}/steps`, { type: 'SEND_EMAIL', config: { templateId: await template('Welcome') } })).id;
+    const delay = (await call('POST', `/workflows/${wf.id}/steps`, { type: 'DELAY', config: { duration: { amount: 1, unit: 'seconds' } } })).id;
+    const second = (await call('POST', `/workflows/${wf.id}/steps`, { type: 'SEND_EMAIL', config: { templateId: await template('Day one') } })).id;
+    await call('POST', `/workflows/${wf.id}/transitions`, { fromStepId: first, toStepId: delay });
+    await call('POST', `/workflows/${wf.id}/transitions`, { fromStepId: delay, toStepId: second });
+    await call('PATCH', `/workflows/${wf.id}`, { enabled: true });
+
+    const workerPid = stack.workers[0]!.child.pid!;
+    const pids = { api: stack.api.child.pid!, worker: workerPid, bench: process.pid };
+    const cpuBefore = cpuByProcess(pids);
+    const idleRss = rssMb(workerPid, 'VmRSS');
+    let maxRss = idleRss;
+    const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMb(workerPid, 'VmRSS'))), 250);
+
+    // Track every contact, CONCURRENCY calls in flight; note when each call was answered (the event is stored then).
+    const trackedAt = new Map<string, number>();
+    const started = Date.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < CONTACTS) {
+          const i = next++;
+          const email = `user-${i}@example.com`;
+          await call('POST', '/v1/track', { email, event: 'signed-up', data: { first: `User ${i}`, plan: 'pro' } }, publicKey);
+          trackedAt.set(email, Date.now());
+        }
+      }),
+    );
+    const trackSeconds = (Date.now() - started) / 1000;
+    console.log(`[bench] ${CONTACTS} events tracked in ${trackSeconds.toFixed(1)} s`);
+    for (;;) {
+      if (sink.messages() >= 2 * CONTACTS) break;
+      if (Date.now() - started > 15 * 60_000) throw new Error(`not every email arrived within 15 minutes (${sink.messages()})`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const allDelivered = (Date.now() - started) / 1000;
+    clearInterval(sampler);
+    const cpuAfter = cpuByProcess(pids);
+    // Executions started: the rows, stored just before each run starts, from the first to the last.
+    const { rows: [x] } = await stack.db.query<{ n: number; first: Date; last: Date }>(
+      'select count(*)::int as n, min(started_at) as first, max(started_at) as last from automation_executions where automation_id = $1',
+      [wf.id],
+    );
+    const { rows: statuses } = await stack.db.query<{ status: string; n: number }>(
+      'select status, count(*)::int as n from automation_executions where automation_id = $1 group by 1',
+      [wf.id],
+    );
+    const latencies = [...trackedAt].map(([email, at]) => (sink.arrivals.get(email)?.[0] ?? NaN) - at).sort((a, b) => a - b);
+    const counts = [...sink.arrivals.values()].map((a) => a.length);
+    const span = (x!.last.getTime() - x!.first.getTime()) / 1000;
+    const report = {
+      date: new Date().toISOString().slice(0, 10),
+      contacts: CONTACTS,
+      trackConcurrency: CONCURRENCY,
+      trackSeconds: Math.round(trackSeconds * 10) / 10,
+      executionsStarted: x!.n,
+      executionsStartedPerSecond: Math.round(x!.n / Math.max(span, trackSeconds / CONTACTS)),
+      eventToFirstEmailMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+      secondsUntilAllEmailsDelivered: Math.round(allDelivered * 10) / 10,
+      emails: sink.messages(),
+      everyContactTwiceExactly: sink.arrivals.size === CONTACTS && counts.every((c) => c === 2),
+      executionStatuses: Object.fromEntries(statuses.map((s) => [s.status, s.n])),
+      workerRssMb: { beforeRun: idleRss, maxWhileRunning: maxRss, peakSinceStart: rssMb(workerPid, 'VmHWM') },
+      cpuSeconds: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round((v - (cpuBefore[k] ?? 0)) * 10) / 10])),
+    };
+    console.log(JSON.stringify(report, null, 2));
+  } finally {
+    await stack.stop();
+    await sink.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

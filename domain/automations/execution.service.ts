@@ -1,0 +1,239 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { conflict, notFound, validationError } from '../errors';
+import { decodeCursor, toPage, type CursorPage } from '../pagination';
+import { uuidv7 } from '../ids';
+import { logger } from '../logger';
+import { persistThenStart } from '../workflow-start';
+import { normalizeEmail } from '../contacts/email-address';
+import { ACTIVE_EXECUTION_STATUSES, EXECUTION_SELECT, type ExecutionRow, type ExecutionStatus, type StepType } from './automation.entity';
+import { automationRow, graphForStart } from './automation.service';
+import type { AutomationGraph } from './graph';
+
+/** What automations need of Temporal (TemporalGateway implements it; tests may double it). */
+export interface AutomationRunControl {
+  /** Starts `automation/<automationId>/<contactId>/<n>`; a run already started under that id counts as started. */
+  startAutomationRun(input: AutomationRunStart): Promise<string>;
+  /** Requests cancellation of a run; one that is not there (ended, never started) is fine. */
+  cancelAutomationRun(input: { workflowId: string }): Promise<void>;
+  /** The run's Temporal status (`RUNNING`, `COMPLETED`, `CANCELLED`, `TERMINATED`, ...), null if there is none. */
+  automationRunStatus(input: { workflowId: string }): Promise<string | null>;
+  /** Starts a cancel-all workflow over the automation's runs started before `before`. */
+  startAutomationCancelAll(input: { projectId: string; automationId: string; requestId: string; before: string }): Promise<string>;
+}
+
+export interface AutomationRunStart {
+  executionId: string;
+  projectId: string;
+  automationId: string;
+  contactId: string;
+  workflowId: string;
+  graph: AutomationGraph;
+  context: Record<string, unknown> | null;
+}
+
+const ACTIVE = `{${ACTIVE_EXECUTION_STATUSES.join(',')}}`;
+const CLOSED_AS_FAILED = new Set(['TERMINATED', 'TIMED_OUT', 'FAILED']);
+
+interface ExecutionStepRow {
+  seq: number;
+  stepId: string;
+  type: StepType;
+  startedAt: Date;
+  finishedAt: Date;
+  outcome: Record<string, unknown>;
+}
+
+export interface ExecutionDetail extends ExecutionRow {
+  steps: ExecutionStepRow[];
+}
+
+/**
+ * Manual start (`POST /workflows/:id/executions`): the contact (by id or email) gets a new run on the workflow's
+ * current graph, with `context`. A contact with a RUNNING or WAITING run of this workflow is refused (409
+ * EXECUTION_ACTIVE); `allowReentry` governs event triggers only, so an operator can always start a contact again.
+ * The row is stored first, then the run started (persistThenStart: a failed start removes the row, 503).
+ */
+export async function startExecution(
+  em: EntityManager,
+  control: AutomationRunControl,
+  projectId: string,
+  automationId: string,
+  input: ({ contactId: string } | { email: string }) & { context?: Record<string, unknown> },
+): Promise<ExecutionDetail> {
+  await automationRow(em, projectId, automationId);
+  const byId = 'contactId' in input;
+  const [contact] = await em.execute<{ id: string }[]>(
+    byId ? 'select id from contacts where project_id = ? and id = ?' : 'select id from contacts where project_id = ? and email = ?',
+    [projectId, byId ? input.contactId : normalizeEmail(input.email)],
+  );
+  if (!contact) throw validationError([{ field: byId ? 'contactId' : 'email', message: 'No such contact in this project', code: 'not_found' }]);
+  const { automation, graph } = await graphForStart(em, projectId, automationId);
+  const row = await persistThenStart({
+    persist: async () => {
+      try {
+        const [r] = await em.execute<ExecutionRow[]>(
+          `insert into automation_executions (id, project_id, automation_id, contact_id, n, version, workflow_id, status, current_step_id, context)
+           select ?::uuid, ?::uuid, ?::uuid, ?::uuid, m.n, ?::int, 'automation/' || ? || '/' || ? || '/' || m.n, 'RUNNING', ?::uuid, ?::jsonb
+           from (select coalesce(max(n), 0) + 1 as n from automation_executions where automation_id = ? and contact_id = ?) m
+           returning ${EXECUTION_SELECT}`,
+          [uuidv7(), projectId, automation.id, contact.id, graph.version, automation.id, contact.id, graph.entry, JSON.stringify(input.context ?? {}), automation.id, contact.id],
+        );
+        return r!;
+      } catch (err) {
+        if (err instanceof UniqueConstraintViolationException) {
+          throw conflict('EXECUTION_ACTIVE', 'The contact already has a RUNNING or WAITING execution of this workflow', 'Cancel it first (DELETE /workflows/:id/executions/:executionId), or wait until it ends.');
+        }
+        throw err;
+      }
+    },
+    start: (r) => control.startAutomationRun(runStartOf(r, graph)),
+    compensate: (r) => em.execute('delete from automation_executions where id = ?', [r.id]),
+    unavailable: 'The execution could not be started (Temporal is unavailable); nothing was kept',
+    log: { automationId, contactId: contact.id },
+  });
+  return { ...row, steps: [] };
+}
+
+export const runStartOf = (r: ExecutionRow, graph: AutomationGraph): AutomationRunStart => ({
+  executionId: r.id,
+  projectId: r.projectId,
+  automationId: r.automationId,
+  contactId: r.contactId,
+  workflowId: r.workflowId,
+  graph,
+  context: r.context,
+});
+
+/**
+ * Executions whose Temporal run ended outside the workflow code (terminated or cancelled in Web UI before the run
+ * could record it, or timed out) show as Temporal says: CANCELLED or FAILED, written back once.
+ */
+async function mirrorTemporal(em: EntityManager, control: AutomationRunControl, rows: ExecutionRow[]): Promise<ExecutionRow[]> {
+  return Promise.all(
+    rows.map(async (x) => {
+      if (x.status !== 'RUNNING' && x.status !== 'WAITING') return x;
+      let status: string | null;
+      try {
+        status = await control.automationRunStatus({ workflowId: x.workflowId });
+      } catch (err) {
+        logger.warn({ err, executionId: x.id }, 'could not read the automation run status');
+        return x;
+      }
+      let to: ExecutionStatus | null = null;
+      let reason = '';
+      if (status === 'CANCELLED') [to, reason] = ['CANCELLED', 'Cancelled in Temporal'];
+      else if (status && CLOSED_AS_FAILED.has(status)) [to, reason] = ['FAILED', `The run was ${status.toLowerCase().replace('_', ' ')} in Temporal`];
+      if (!to) return x;
+      const [updated] = await em.execute<ExecutionRow[]>(
+        `update automation_executions set status = ?, status_reason = ?, waiting_event = null, next_wake_at = null, finished_at = now(), updated_at = now()
+         where id = ? and status = any(?::text[]) returning ${EXECUTION_SELECT}`,
+        [to, reason, x.id, ACTIVE],
+      );
+      return updated ?? x;
+    }),
+  );
+}
+
+export async function listExecutions(
+  em: EntityManager,
+  control: AutomationRunControl,
+  projectId: string,
+  automationId: string,
+  q: { limit: number; cursor?: string; status?: ExecutionStatus; contactId?: string },
+): Promise<CursorPage<ExecutionRow>> {
+  await automationRow(em, projectId, automationId);
+  const after = decodeCursor(q.cursor) ?? null;
+  const status = q.status ?? null;
+  const contact = q.contactId ?? null;
+  const rows = await em.execute<ExecutionRow[]>(
+    `select ${EXECUTION_SELECT} from automation_executions
+     where automation_id = ? and (?::uuid is null or id < ?::uuid) and (?::text is null or status = ?::text) and (?::uuid is null or contact_id = ?::uuid)
+     order by id desc limit ?`,
+    [automationId, after, after, status, status, contact, contact, q.limit + 1],
+  );
+  let total = 0;
+  if (!after) {
+    const [count] = await em.execute<{ n: number }[]>(
+      'select count(*)::int as n from automation_executions where automation_id = ? and (?::text is null or status = ?::text) and (?::uuid is null or contact_id = ?::uuid)',
+      [automationId, status, status, contact, contact],
+    );
+    total = count!.n;
+  }
+  const page = toPage(rows, q.limit, total);
+  return { ...page, data: await mirrorTemporal(em, control, page.data) };
+}
+
+async function executionRow(em: EntityManager, projectId: string, automationId: string, executionId: string): Promise<ExecutionRow> {
+  const [row] = await em.execute<ExecutionRow[]>(`select ${EXECUTION_SELECT} from automation_executions where id = ? and automation_id = ? and project_id = ?`, [
+    executionId,
+    automationId,
+    projectId,
+  ]);
+  if (!row) throw notFound('Execution');
+  return row;
+}
+
+export async function getExecution(em: EntityManager, control: AutomationRunControl, projectId: string, automationId: string, executionId: string): Promise<ExecutionDetail> {
+  const [row] = await mirrorTemporal(em, control, [await executionRow(em, projectId, automationId, executionId)]);
+  const steps = await em.execute<ExecutionStepRow[]>(
+    'select seq, step_id as "stepId", type, started_at as "startedAt", finished_at as "finishedAt", outcome from automation_execution_steps where execution_id = ? order by seq',
+    [executionId],
+  );
+  return { ...row!, steps };
+}
+
+/**
+ * Cancels a RUNNING or WAITING execution: requests cancellation of its run, which records CANCELLED itself (a
+ * pending timer or wait ends at once). 409 EXECUTION_ENDED for one that has ended. Answers with the execution as it
+ * is after the request: the run marks itself within moments.
+ */
+export async function cancelExecution(em: EntityManager, control: AutomationRunControl, projectId: string, automationId: string, executionId: string): Promise<ExecutionDetail> {
+  const row = await executionRow(em, projectId, automationId, executionId);
+  if (row.status !== 'RUNNING' && row.status !== 'WAITING') {
+    throw conflict('EXECUTION_ENDED', `The execution has already ended (${row.status})`);
+  }
+  await control.cancelAutomationRun({ workflowId: row.workflowId });
+  return getExecution(em, control, projectId, automationId, executionId);
+}
+
+/**
+ * Cancel-all: one workflow (`automation-cancel-all/<id>/<requestId>`) walks the active executions started before
+ * now and requests cancellation of each, so any number is handled without holding the request. Answers with what
+ * it will cancel.
+ */
+export async function cancelAllExecutions(em: EntityManager, control: AutomationRunControl, projectId: string, automationId: string): Promise<{ jobId: string; workflowId: string; active: number }> {
+  const a = await automationRow(em, projectId, automationId);
+  const [count] = await em.execute<{ n: number; now: Date | string }[]>(
+    'select count(*)::int as n, now() as now from automation_executions where automation_id = ? and status = any(?::text[])',
+    [a.id, ACTIVE],
+  );
+  const requestId = uuidv7();
+  const workflowId = await control.startAutomationCancelAll({ projectId, automationId: a.id, requestId, before: new Date(count!.now).toISOString() });
+  return { jobId: requestId, workflowId, active: count!.n };
+}
+
+const CANCEL_PAGE = 200;
+
+/**
+ * One page of cancel-all: the next CANCEL_PAGE active executions after `cursor` started before `before`, each asked to
+ * cancel (in parallel). Returns the cursor to go on from, null when none are left.
+ */
+export async function cancelExecutionsPage(
+  em: EntityManager,
+  control: Pick<AutomationRunControl, 'cancelAutomationRun'>,
+  input: { automationId: string; before: string; cursor: string | null; heartbeat?: (cursor: string) => void },
+): Promise<{ cancelled: number; cursor: string | null }> {
+  const rows = await em.execute<{ id: string; workflowId: string }[]>(
+    `select id, workflow_id as "workflowId" from automation_executions
+     where automation_id = ? and status = any(?::text[]) and started_at <= ? and (?::uuid is null or id > ?::uuid)
+     order by id limit ?`,
+    [input.automationId, ACTIVE, input.before, input.cursor, input.cursor, CANCEL_PAGE],
+  );
+  const parallel = 20;
+  for (let i = 0; i < rows.length; i += parallel) {
+    await Promise.all(rows.slice(i, i + parallel).map((r) => control.cancelAutomationRun({ workflowId: r.workflowId })));
+    input.heartbeat?.(rows[Math.min(i + parallel, rows.length) - 1]!.id);
+  }
+  return { cancelled: rows.length, cursor: rows.length < CANCEL_PAGE ? null : rows[rows.length - 1]!.id };
+}

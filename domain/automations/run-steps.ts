@@ -1,0 +1,263 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Transporter } from 'nodemailer';
+import { ApplicationFailure } from '@temporalio/common';
+import { uuidFromName } from '../ids';
+import { AppError } from '../errors';
+import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type TemplateParts } from '../compose/composer';
+import { insertEmails } from '../emails/email-intake';
+import { deliverBatch, markEmailsFailed } from '../emails/delivery';
+import type { SecretBox } from '../domains/secret-box';
+import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
+import { compileFilter, asFilter } from '../filters';
+import { updateContact } from '../contacts/contact.service';
+import type { ContactData } from '../contacts/contact.entity';
+import { callWebhook, WebhookError } from './webhook';
+import type { StepConfigs } from './graph';
+import type { StepType } from './automation.entity';
+import type { LinkConfig } from '../tracking/links';
+
+/*
+ * What each step of an automation run does, as the run's activities call it (temporal/activities/automation.activities.ts).
+ * Every function is safe to repeat: a retried step writes the same rows (ids derived from the run and the step's
+ * number) and sends no second email.
+ */
+
+/** What a step did, stored with the step in `automation_execution_steps.outcome` and shown by the execution API. */
+export interface StepOutcome {
+  /** The contact no longer exists: the run ends (CANCELLED). */
+  contactGone?: boolean;
+  [key: string]: unknown;
+}
+
+export interface RunRef {
+  executionId: string;
+  projectId: string;
+  contactId: string;
+}
+
+export interface ProgressInput extends RunRef {
+  /** The step that just ended (written once: repeats are ignored). */
+  finished: { stepId: string; type: StepType; seq: number; startedAt: number; outcome: StepOutcome } | null;
+  /** The step the run goes on with. */
+  next?: { stepId: string; status: 'RUNNING' | 'WAITING'; wakeInMs?: number; waitingEvent?: string };
+  /** Or the run's end. */
+  end?: { status: 'COMPLETED' | 'CANCELLED' | 'FAILED'; reason: string | null };
+}
+
+interface WaitedEvent {
+  id: string;
+  name: string;
+  data: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface ProgressResult {
+  contactGone: boolean;
+  /** WAIT_FOR_EVENT: when the wait began (database time; events recorded from then on count). */
+  waitSince?: string;
+  /** WAIT_FOR_EVENT: an event that was recorded since the wait began, before the consumer could signal it. */
+  waitedEvent?: WaitedEvent;
+}
+
+/**
+ * Records the step that ended and where the run goes on (or its end) in one statement: the execution row is the API's
+ * view of the run. A run already ended (a repeated end, or a row the API marked after Temporal said terminated)
+ * is left as it is. For a WAIT_FOR_EVENT, also looks for an event that arrived since the wait began: the outbox
+ * consumer signals only runs whose row says they wait, so an event committed before this row did is found here.
+ */
+export async function recordProgress(em: EntityManager, input: ProgressInput): Promise<ProgressResult> {
+  const f = input.finished;
+  const status = input.end?.status ?? input.next!.status;
+  const [row] = await em.execute<{ contactExists: boolean; waitSince: Date | string | null }[]>(
+    `with fin as (
+       insert into automation_execution_steps (execution_id, seq, step_id, type, started_at, finished_at, outcome)
+       select ?::uuid, ?::int, ?::uuid, ?::text, to_timestamp(?::double precision / 1000), now(), ?::jsonb where ?::boolean
+       on conflict (execution_id, seq) do nothing
+     ),
+     upd as (
+       update automation_executions set status = ?::text, current_step_id = ?::uuid, waiting_event = ?::text,
+         -- A repeated record of the same wait (a retried activity) keeps its start: events since then still count. A
+         -- repeat is told apart from a new pass through the same step (a loop) by the finished step's row, which exists
+         -- only on a repeat (this statement's own insert is not visible here).
+         wait_since = case when ?::text is null then null
+                           when waiting_event = ?::text and current_step_id = ?::uuid and wait_since is not null
+                                and (not ?::boolean or exists (select 1 from automation_execution_steps s
+                                                                where s.execution_id = automation_executions.id and s.seq = ?::int))
+                           then wait_since else now() end,
+         next_wake_at = case when ?::bigint is null then null else now() + ?::bigint * interval '1 millisecond' end,
+         status_reason = ?::text, finished_at = case when ?::boolean then now() end, updated_at = now()
+       where id = ?::uuid and status in ('RUNNING', 'WAITING')
+       returning wait_since
+     )
+     select exists (select 1 from contacts where id = ?::uuid and project_id = ?::uuid) as "contactExists", (select wait_since from upd) as "waitSince"`,
+    [
+      input.executionId, f?.seq ?? 0, f?.stepId ?? null, f?.type ?? null, f?.startedAt ?? 0, JSON.stringify(f?.outcome ?? {}), f !== null,
+      status, input.end ? null : input.next!.stepId, input.next?.waitingEvent ?? null, input.next?.waitingEvent ?? null,
+      input.next?.waitingEvent ?? null, input.end ? null : input.next!.stepId, f !== null, f?.seq ?? 0, input.next?.wakeInMs ?? null, input.next?.wakeInMs ?? null, input.end?.reason ?? null, input.end !== undefined, input.executionId,
+      input.contactId, input.projectId,
+    ],
+  );
+  const result: ProgressResult = { contactGone: !row!.contactExists };
+  if (input.next?.waitingEvent && row!.waitSince) {
+    const since = new Date(row!.waitSince);
+    result.waitSince = since.toISOString();
+    const [event] = await em.execute<{ id: string; name: string; data: Record<string, unknown>; createdAt: Date | string }[]>(
+      `select id, name, data, created_at as "createdAt" from events
+       where project_id = ? and contact_id = ? and name = ? and created_at >= ? order by created_at, id limit 1`,
+      [input.projectId, input.contactId, input.next.waitingEvent, since],
+    );
+    if (event) result.waitedEvent = { ...event, createdAt: new Date(event.createdAt).toISOString() };
+  }
+  return result;
+}
+
+/** How long a SEND_EMAIL step retries transient SMTP failures before the email is marked FAILED and the run goes on. */
+const SEND_RETRY_WINDOW_MS = 24 * 3_600_000;
+
+export interface SendStepInput extends RunRef {
+  workflowId: string;
+  stepId: string;
+  seq: number;
+  config: StepConfigs['SEND_EMAIL'];
+  context: Record<string, unknown> | null;
+}
+
+export interface SendStepDeps {
+  transport: Transporter;
+  secretBox: SecretBox;
+  links: LinkConfig;
+}
+
+/**
+ * SEND_EMAIL: the step's template through the composer (contact data, `{{ context.* }}`), stored as an `emails` row
+ * under an id derived from the run and the step's number, then delivered by the same claim-and-send as /v1/send.
+ * A repeat finds the row: an email already sent is never sent again. Marketing templates skip unsubscribed
+ * contacts (CANCELLED); a 5xx reply is BOUNCED; transient failures are retried (thrown) for up to a day.
+ */
+export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input: SendStepInput): Promise<StepOutcome> {
+  const emailId = uuidFromName(`${input.workflowId}#${input.seq}`);
+  let [existing] = await em.execute<{ status: string; createdAt: Date | string }[]>('select status, created_at as "createdAt" from emails where id = ?', [emailId]);
+  if (!existing) {
+    const [contact] = await em.execute<{ email: string; data: ContactData }[]>('select email, data from contacts where id = ? and project_id = ?', [input.contactId, input.projectId]);
+    if (!contact) return { contactGone: true };
+    const [template] = await em.execute<TemplateParts[]>(
+      'select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = ? and project_id = ?',
+      [input.config.templateId, input.projectId],
+    );
+    if (!template) return { status: 'FAILED', error: `The template ${input.config.templateId} no longer exists` };
+    const [project] = await em.execute<{ settings: Partial<ProjectSettings> }[]>('select settings from projects where id = ?', [input.projectId]);
+    const settings = { ...DEFAULT_PROJECT_SETTINGS, ...project?.settings };
+    const c = input.config;
+    let composed;
+    try {
+      const resolved = resolveMessage(template, {
+        from: c.from ? { email: c.from, name: c.fromName ?? template.fromName ?? undefined } : undefined,
+        replyTo: c.replyTo,
+        subject: c.subject,
+      });
+      const message = await prepareMessage({
+        ...resolved,
+        tracking: { opens: c.trackOpens ?? settings.trackOpens, clicks: c.trackClicks ?? settings.trackClicks },
+        links: deps.links,
+      });
+      composed = composeEmail(message, { contactId: input.contactId, email: contact.email, data: contact.data, context: input.context ?? undefined, emailId });
+    } catch (err) {
+      // A template that no longer renders (a Liquid error with this contact's data, a body over the size limit).
+      if (err instanceof AppError) return { status: 'FAILED', error: err.message };
+      throw err;
+    }
+    await insertEmails(em, input.projectId, input.workflowId, [newEmailOf(composed, input.projectId)]);
+    existing = { status: 'QUEUED', createdAt: new Date() };
+  }
+  if (existing.status === 'QUEUED' || existing.status === 'SENDING') {
+    const [outcome] = await deliverBatch(em, deps.transport, { emailIds: [emailId], attempt: 1, workflowId: input.workflowId }, { secretBox: deps.secretBox });
+    if (outcome?.status === 'RETRY') {
+      if (Date.now() - new Date(existing.createdAt).getTime() < SEND_RETRY_WINDOW_MS) throw new Error(outcome.error);
+      await markEmailsFailed(em, [emailId], `Delivery gave up after a day: ${outcome.error}`);
+    }
+  }
+  const [final] = await em.execute<{ status: string; error: string | null }[]>('select status, error from emails where id = ?', [emailId]);
+  return { emailId, status: final?.status ?? 'DELETED', ...(final?.error ? { error: final.error } : {}) };
+}
+
+/** CONDITION: the filter evaluated against the contact and its events now. */
+export async function conditionStep(em: EntityManager, input: RunRef & { filter: Record<string, unknown> }): Promise<StepOutcome & { matched: boolean }> {
+  const f = compileFilter(asFilter(input.filter), { projectId: input.projectId, alias: 'c' });
+  const [row] = await em.execute<{ found: boolean; matched: boolean }[]>(
+    `select exists (select 1 from contacts c where c.id = ? and c.project_id = ?) as found,
+            exists (select 1 from contacts c where c.id = ? and c.project_id = ? and (${f.sql})) as matched`,
+    [input.contactId, input.projectId, input.contactId, input.projectId, ...f.params],
+  );
+  if (!row!.found) return { contactGone: true, matched: false };
+  return { matched: row!.matched, branch: row!.matched ? 'yes' : 'no' };
+}
+
+/** UPDATE_CONTACT: the contact data rules of PATCH /contacts/:id (merge; null deletes), and `subscribed`. */
+export async function updateContactStep(em: EntityManager, input: RunRef & { config: StepConfigs['UPDATE_CONTACT'] }): Promise<StepOutcome> {
+  try {
+    const row = await updateContact(em, input.projectId, input.contactId, { data: input.config.data as ContactData | undefined, subscribed: input.config.subscribed });
+    return { subscribed: row.subscribed, updatedKeys: Object.keys(input.config.data ?? {}) };
+  } catch (err) {
+    if (err instanceof AppError && err.statusCode === 404) return { contactGone: true };
+    throw err;
+  }
+}
+
+export interface WebhookStepInput extends RunRef {
+  automationId: string;
+  workflowId: string;
+  stepId: string;
+  seq: number;
+  config: StepConfigs['WEBHOOK'];
+}
+
+/**
+ * WEBHOOK: POSTs the documented payload, signed with the automation's secret (README › Workflows › WEBHOOK). A
+ * refused address or a final answer (most 4xx, 3xx) fails at once (non-retryable `WebhookRefused`); timeouts,
+ * network errors, 408/425/429 and 5xx throw so the activity is retried with backoff.
+ */
+export async function webhookStep(
+  em: EntityManager,
+  opts: { allowPrivateNetworks: boolean; timeoutMs: number },
+  input: WebhookStepInput,
+): Promise<StepOutcome> {
+  const [row] = await em.execute<{ secret: string; name: string; email: string | null; subscribed: boolean | null; data: ContactData | null; context: Record<string, unknown> | null }[]>(
+    `select a.webhook_secret as secret, a.name, c.email, c.subscribed, c.data, x.context
+     from automations a left join contacts c on c.id = ? and c.project_id = a.project_id left join automation_executions x on x.id = ?
+     where a.id = ? and a.project_id = ?`,
+    [input.contactId, input.executionId, input.automationId, input.projectId],
+  );
+  if (!row) throw ApplicationFailure.nonRetryable('The workflow no longer exists', 'WebhookRefused');
+  if (row.email === null) return { contactGone: true };
+  const id = `${input.workflowId}#${input.seq}`;
+  const payload = {
+    type: 'workflow.webhook',
+    id,
+    createdAt: new Date().toISOString(),
+    workflow: { id: input.automationId, name: row.name },
+    execution: { id: input.executionId, stepId: input.stepId },
+    contact: { id: input.contactId, email: row.email, subscribed: row.subscribed, data: row.data ?? {} },
+    context: row.context ?? {},
+  };
+  try {
+    const r = await callWebhook({
+      url: input.config.url,
+      headers: input.config.headers,
+      secret: row.secret,
+      payload,
+      idempotencyKey: id,
+      allowPrivateNetworks: opts.allowPrivateNetworks,
+      timeoutMs: opts.timeoutMs,
+    });
+    return { ok: true, status: r.status, durationMs: r.durationMs, response: r.responseSnippet };
+  } catch (err) {
+    if (err instanceof WebhookError && !err.retryable) {
+      throw ApplicationFailure.create({ message: err.message, type: 'WebhookRefused', nonRetryable: true, details: [{ status: err.status ?? null }] });
+    }
+    if (err instanceof WebhookError && err.retryAfterMs !== undefined) {
+      throw ApplicationFailure.create({ message: err.message, type: 'WebhookRetry', nextRetryDelay: err.retryAfterMs });
+    }
+    throw err;
+  }
+}
+
