@@ -3,7 +3,9 @@
 // processes) to a loopback SMTP sink that accepts everything. Reports executions started per second, the latency from
 // each track call's answer to that contact's first email at the sink (p50/p99), the time until every email arrived,
 // the worker's peak RSS, CPU seconds per process, and checks every contact got both emails exactly once.
-// Loopback only; stops by itself. Options (env): CONTACTS (10000), CONCURRENCY (track calls in flight, 32).
+// Loopback only; stops by itself. Options (env): CONTACTS (10000), CONCURRENCY (track calls in flight, 32), RATE (track
+// calls per second at most; default: as fast as CONCURRENCY allows), to see the latency of a stack that keeps up;
+// WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
 import { SMTPServer } from 'smtp-server';
 import { startBenchStack, benchProject } from './stack';
 import { freePort } from '../scripts/services/process';
@@ -11,6 +13,7 @@ import { cpuByProcess, rssMb } from './proc';
 
 const CONTACTS = Number(process.env.CONTACTS ?? 10_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 32);
+const RATE = Number(process.env.RATE ?? 0);
 const DOMAIN = 'bench.example.test';
 
 /** A sink that accepts every message and notes, per envelope recipient, each arrival time. */
@@ -40,7 +43,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 
 async function main() {
   const sink = await startTimingSink(await freePort());
-  const stack = await startBenchStack({ smtpUrl: sink.url });
+  const stack = await startBenchStack({ smtpUrl: sink.url, workerNodeArgs: process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean) });
   try {
     const { secretKey, publicKey } = await benchProject(stack.apiUrl, stack.db, DOMAIN);
     const call = async (method: string, path: string, body?: unknown, key = secretKey) => {
@@ -77,6 +80,8 @@ async function main() {
       Array.from({ length: CONCURRENCY }, async () => {
         while (next < CONTACTS) {
           const i = next++;
+          // Paced: call i is due at i / RATE seconds after the start.
+          if (RATE > 0) await new Promise((r) => setTimeout(r, Math.max(0, started + (i * 1000) / RATE - Date.now())));
           const email = `user-${i}@example.com`;
           await call('POST', '/v1/track', { email, event: 'signed-up', data: { first: `User ${i}`, plan: 'pro' } }, publicKey);
           trackedAt.set(email, Date.now());
@@ -102,6 +107,20 @@ async function main() {
       'select status, count(*)::int as n from automation_executions where automation_id = $1 group by 1',
       [wf.id],
     );
+    // Where the time goes, per run: event stored -> execution row stored (the outbox and the consumer), and execution
+    // stored -> first email SENT (the run's start in Temporal, its first steps, the SMTP send).
+    const { rows: stages } = await stack.db.query<{ dispatch: number[]; toFirstEmail: number[] }>(
+      `select array_agg(extract(epoch from x.started_at - e.created_at) * 1000 order by 1) as dispatch,
+              array_agg(extract(epoch from m.sent_at - x.started_at) * 1000 order by 1) as "toFirstEmail"
+       from automation_executions x join events e on e.id = x.trigger_event_id
+       cross join lateral (select min(sent_at) as sent_at from emails where workflow_id = x.workflow_id) m
+       where x.automation_id = $1`,
+      [wf.id],
+    );
+    const pct = (values: number[]) => {
+      const v = values.map(Number).sort((a, b) => a - b);
+      return { p50: Math.round(percentile(v, 50)), p90: Math.round(percentile(v, 90)), p99: Math.round(percentile(v, 99)) };
+    };
     const latencies = [...trackedAt].map(([email, at]) => (sink.arrivals.get(email)?.[0] ?? NaN) - at).sort((a, b) => a - b);
     const counts = [...sink.arrivals.values()].map((a) => a.length);
     const span = (x!.last.getTime() - x!.first.getTime()) / 1000;
@@ -109,10 +128,12 @@ async function main() {
       date: new Date().toISOString().slice(0, 10),
       contacts: CONTACTS,
       trackConcurrency: CONCURRENCY,
+      trackRatePerSecond: RATE || 'unpaced',
       trackSeconds: Math.round(trackSeconds * 10) / 10,
       executionsStarted: x!.n,
       executionsStartedPerSecond: Math.round(x!.n / Math.max(span, trackSeconds / CONTACTS)),
-      eventToFirstEmailMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+      eventToFirstEmailMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+      stagesMs: { eventToExecutionStored: pct(stages[0]!.dispatch), executionStoredToFirstEmailSent: pct(stages[0]!.toFirstEmail) },
       secondsUntilAllEmailsDelivered: Math.round(allDelivered * 10) / 10,
       emails: sink.messages(),
       everyContactTwiceExactly: sink.arrivals.size === CONTACTS && counts.every((c) => c === 2),

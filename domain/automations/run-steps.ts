@@ -5,6 +5,7 @@ import { uuidFromName } from '../ids';
 import { AppError } from '../errors';
 import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type TemplateParts } from '../compose/composer';
 import { insertEmails } from '../emails/email-intake';
+import { preparedQuery } from '../prepared';
 import { deliverBatch, markEmailsFailed } from '../emails/delivery';
 import type { SecretBox } from '../domains/secret-box';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
@@ -68,33 +69,34 @@ export interface ProgressResult {
 export async function recordProgress(em: EntityManager, input: ProgressInput): Promise<ProgressResult> {
   const f = input.finished;
   const status = input.end?.status ?? input.next!.status;
-  const [row] = await em.execute<{ contactExists: boolean; waitSince: Date | string | null }[]>(
+  const [row] = await preparedQuery<{ contactExists: boolean; waitSince: Date | string | null }>(
+    em,
+    'automation_progress',
     `with fin as (
        insert into automation_execution_steps (execution_id, seq, step_id, type, started_at, finished_at, outcome)
-       select ?::uuid, ?::int, ?::uuid, ?::text, to_timestamp(?::double precision / 1000), now(), ?::jsonb where ?::boolean
+       select $1::uuid, $2::int, $3::uuid, $4::text, to_timestamp($5::double precision / 1000), now(), $6::jsonb where $7::boolean
        on conflict (execution_id, seq) do nothing
      ),
      upd as (
-       update automation_executions set status = ?::text, current_step_id = ?::uuid, waiting_event = ?::text,
+       update automation_executions set status = $8::text, current_step_id = $9::uuid, waiting_event = $10::text,
          -- A repeated record of the same wait (a retried activity) keeps its start: events since then still count. A
          -- repeat is told apart from a new pass through the same step (a loop) by the finished step's row, which exists
          -- only on a repeat (this statement's own insert is not visible here).
-         wait_since = case when ?::text is null then null
-                           when waiting_event = ?::text and current_step_id = ?::uuid and wait_since is not null
-                                and (not ?::boolean or exists (select 1 from automation_execution_steps s
-                                                                where s.execution_id = automation_executions.id and s.seq = ?::int))
+         wait_since = case when $10::text is null then null
+                           when waiting_event = $10::text and current_step_id = $9::uuid and wait_since is not null
+                                and (not $7::boolean or exists (select 1 from automation_execution_steps s
+                                                                 where s.execution_id = automation_executions.id and s.seq = $2::int))
                            then wait_since else now() end,
-         next_wake_at = case when ?::bigint is null then null else now() + ?::bigint * interval '1 millisecond' end,
-         status_reason = ?::text, finished_at = case when ?::boolean then now() end, updated_at = now()
-       where id = ?::uuid and status in ('RUNNING', 'WAITING')
+         next_wake_at = case when $11::bigint is null then null else now() + $11::bigint * interval '1 millisecond' end,
+         status_reason = $12::text, finished_at = case when $13::boolean then now() end, updated_at = now()
+       where id = $1::uuid and status in ('RUNNING', 'WAITING')
        returning wait_since
      )
-     select exists (select 1 from contacts where id = ?::uuid and project_id = ?::uuid) as "contactExists", (select wait_since from upd) as "waitSince"`,
+     select exists (select 1 from contacts where id = $14::uuid and project_id = $15::uuid) as "contactExists", (select wait_since from upd) as "waitSince"`,
     [
       input.executionId, f?.seq ?? 0, f?.stepId ?? null, f?.type ?? null, f?.startedAt ?? 0, JSON.stringify(f?.outcome ?? {}), f !== null,
-      status, input.end ? null : input.next!.stepId, input.next?.waitingEvent ?? null, input.next?.waitingEvent ?? null,
-      input.next?.waitingEvent ?? null, input.end ? null : input.next!.stepId, f !== null, f?.seq ?? 0, input.next?.wakeInMs ?? null, input.next?.wakeInMs ?? null, input.end?.reason ?? null, input.end !== undefined, input.executionId,
-      input.contactId, input.projectId,
+      status, input.end ? null : input.next!.stepId, input.next?.waitingEvent ?? null, input.next?.wakeInMs ?? null, input.end?.reason ?? null,
+      input.end !== undefined, input.contactId, input.projectId,
     ],
   );
   const result: ProgressResult = { contactGone: !row!.contactExists };
@@ -136,17 +138,28 @@ export interface SendStepDeps {
  */
 export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input: SendStepInput): Promise<StepOutcome> {
   const emailId = uuidFromName(`${input.workflowId}#${input.seq}`);
-  let [existing] = await em.execute<{ status: string; createdAt: Date | string }[]>('select status, created_at as "createdAt" from emails where id = ?', [emailId]);
+  // Everything the step reads, in one round trip (a prepared statement: every step of every run runs it).
+  const [row] = await preparedQuery<{
+    existing: { status: string; createdAt: string; error: string | null } | null;
+    contact: { email: string; data: ContactData } | null;
+    template: TemplateParts | null;
+    settings: Partial<ProjectSettings> | null;
+  }>(
+    em,
+    'automation_send_read',
+    `select (select json_build_object('status', status, 'createdAt', created_at, 'error', error) from emails where id = $1) as existing,
+            (select json_build_object('email', email, 'data', data) from contacts where id = $2 and project_id = $3) as contact,
+            (select json_build_object('id', id, 'type', type, 'subject', subject, 'body', body, 'from', from_email, 'fromName', from_name, 'replyTo', reply_to)
+               from templates where id = $4 and project_id = $3) as template,
+            (select settings from projects where id = $3) as settings`,
+    [emailId, input.contactId, input.projectId, input.config.templateId],
+  );
+  let existing = row!.existing;
   if (!existing) {
-    const [contact] = await em.execute<{ email: string; data: ContactData }[]>('select email, data from contacts where id = ? and project_id = ?', [input.contactId, input.projectId]);
+    const { contact, template } = row!;
     if (!contact) return { contactGone: true };
-    const [template] = await em.execute<TemplateParts[]>(
-      'select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = ? and project_id = ?',
-      [input.config.templateId, input.projectId],
-    );
     if (!template) return { status: 'FAILED', error: `The template ${input.config.templateId} no longer exists` };
-    const [project] = await em.execute<{ settings: Partial<ProjectSettings> }[]>('select settings from projects where id = ?', [input.projectId]);
-    const settings = { ...DEFAULT_PROJECT_SETTINGS, ...project?.settings };
+    const settings = { ...DEFAULT_PROJECT_SETTINGS, ...row!.settings };
     const c = input.config;
     let composed;
     try {
@@ -167,17 +180,27 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
       throw err;
     }
     await insertEmails(em, input.projectId, input.workflowId, [newEmailOf(composed, input.projectId)]);
-    existing = { status: 'QUEUED', createdAt: new Date() };
+    existing = { status: 'QUEUED', createdAt: new Date().toISOString(), error: null };
   }
-  if (existing.status === 'QUEUED' || existing.status === 'SENDING') {
-    const [outcome] = await deliverBatch(em, deps.transport, { emailIds: [emailId], attempt: 1, workflowId: input.workflowId }, { secretBox: deps.secretBox });
-    if (outcome?.status === 'RETRY') {
+  if (existing.status !== 'QUEUED' && existing.status !== 'SENDING') return { emailId, status: existing.status, ...(existing.error ? { error: existing.error } : {}) };
+  const [outcome] = await deliverBatch(em, deps.transport, { emailIds: [emailId], attempt: 1, workflowId: input.workflowId }, { secretBox: deps.secretBox });
+  switch (outcome?.status) {
+    case 'SENT':
+      return { emailId, status: 'SENT' };
+    case 'REJECTED':
+      return { emailId, status: 'BOUNCED', error: outcome.response };
+    case 'CANCELLED':
+      return { emailId, status: 'CANCELLED', error: outcome.reason };
+    case 'RETRY':
       if (Date.now() - new Date(existing.createdAt).getTime() < SEND_RETRY_WINDOW_MS) throw new Error(outcome.error);
       await markEmailsFailed(em, [emailId], `Delivery gave up after a day: ${outcome.error}`);
+      return { emailId, status: 'FAILED', error: outcome.error };
+    default: {
+      // Claimed by nobody (final meanwhile, or deleted with its contact): say what it is now.
+      const [now] = await em.execute<{ status: string }[]>('select status from emails where id = ?', [emailId]);
+      return { emailId, status: now?.status ?? 'DELETED' };
     }
   }
-  const [final] = await em.execute<{ status: string; error: string | null }[]>('select status, error from emails where id = ?', [emailId]);
-  return { emailId, status: final?.status ?? 'DELETED', ...(final?.error ? { error: final.error } : {}) };
 }
 
 /** CONDITION: the filter evaluated against the contact and its events now. */
