@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import ipaddr from 'ipaddr.js';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -119,6 +120,16 @@ const schema = z
     CAMPAIGN_CHUNK_SIZE: z.coerce.number().int().min(1).max(5_000).default(1000),
     CAMPAIGN_RENDER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+    WEBHOOK_ALLOWED_NETWORKS: z
+      .string()
+      .transform((v, ctx) => {
+        const cidrs = v.split(',').map((c) => c.trim()).filter(Boolean);
+        for (const c of cidrs) {
+          if (!ipaddr.isValidCIDR(c)) ctx.addIssue({ code: 'custom', message: `${c} is not a CIDR range (e.g. 10.1.0.0/16, fd00::/8)` });
+        }
+        return cidrs;
+      })
+      .default([]),
     WEBHOOK_TIMEOUT: duration(100).default(10_000),
     CAMPAIGN_RETRY_DELAYS: z
       .string()
@@ -210,6 +221,8 @@ function buildConfig(env: z.infer<typeof schema>) {
     automations: {
       /** WEBHOOK steps may call loopback, private and link-local addresses (off: refused, against SSRF). */
       webhookAllowPrivateNetworks: env.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      /** Non-public networks WEBHOOK steps may call even so (CIDR ranges), for one internal receiver without opening all. */
+      webhookAllowedNetworks: env.WEBHOOK_ALLOWED_NETWORKS,
       /** How long one WEBHOOK call may take before it counts as a (retryable) failure. */
       webhookTimeoutMs: env.WEBHOOK_TIMEOUT,
     },

@@ -72,8 +72,9 @@ export default async function globalSetup(): Promise<void> {
     // segment to make it due); segments are due only after their project's interval (at least 5 minutes), so the sweep
     // leaves the segments other tests create alone.
     SEGMENT_RECOMPUTE_SWEEP_INTERVAL: '3s',
-    // automation-runs.test.ts: WEBHOOK steps call a receiver on loopback (refused by default, against SSRF).
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // automation-runs.test.ts: WEBHOOK steps call a receiver on loopback (refused by default, against SSRF); every
+    // other non-public address stays refused, which the SSRF test relies on.
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
     WEBHOOK_TIMEOUT: '2s',
   };
   const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });

@@ -241,7 +241,7 @@ export interface WebhookStepInput extends RunRef {
  */
 export async function webhookStep(
   em: EntityManager,
-  opts: { allowPrivateNetworks: boolean; timeoutMs: number },
+  opts: { allowPrivateNetworks: boolean; allowedNetworks: readonly string[]; timeoutMs: number },
   input: WebhookStepInput,
 ): Promise<StepOutcome> {
   const [row] = await em.execute<{ secret: string; name: string; email: string | null; subscribed: boolean | null; data: ContactData | null; context: Record<string, unknown> | null }[]>(
@@ -270,6 +270,7 @@ export async function webhookStep(
       payload,
       idempotencyKey: id,
       allowPrivateNetworks: opts.allowPrivateNetworks,
+      allowedNetworks: opts.allowedNetworks,
       timeoutMs: opts.timeoutMs,
     });
     return { ok: true, status: r.status, durationMs: r.durationMs, response: r.responseSnippet };

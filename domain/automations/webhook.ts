@@ -48,6 +48,8 @@ export interface WebhookRequest {
   timeoutMs?: number;
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: lets a self-hosted deployment call its own network (and tests a loopback receiver). */
   allowPrivateNetworks?: boolean;
+  /** WEBHOOK_ALLOWED_NETWORKS: CIDR ranges called even though they are not public (e.g. one internal service's subnet). */
+  allowedNetworks?: readonly string[];
   /** The same for every attempt of one step execution, so receivers can drop duplicates. */
   idempotencyKey: string;
   /** Clock (ms since the epoch) for the signature's timestamp. */
@@ -210,11 +212,28 @@ export function refusedAddressReason(address: string): string | null {
     return reason && `NAT64 of ${embedded}, ${reason}`;
   }
   const range = ip.range();
-  if (range !== 'unicast') return `a ${range} address`;
+  if (range !== 'unicast') return `${RANGE_WORDS[range] ?? `a ${range.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`)}`} address`;
   // After the range: :: and ::1 are in ::/96 too, and are better named unspecified and loopback.
   if (ip instanceof ipaddr.IPv6 && ip.match(IPV4_COMPATIBLE)) return 'an IPv4-compatible IPv6 address';
   return null;
 }
+
+/** ipaddr.js's range names in words (the rest are spelled out from camelCase). */
+const RANGE_WORDS: Record<string, string> = {
+  linkLocal: 'a link-local',
+  uniqueLocal: 'a unique-local',
+  carrierGradeNat: 'a carrier-grade NAT',
+  ipv4Mapped: 'an IPv4-mapped',
+  rfc6145: 'an RFC 6145',
+  rfc6052: 'an RFC 6052',
+  '6to4': 'a 6to4',
+  teredo: 'a Teredo',
+  unspecified: 'an unspecified',
+  amt: 'an AMT',
+  as112: 'an AS112',
+  as112v6: 'an AS112',
+  orchid2: 'an ORCHIDv2',
+};
 
 /** `localhost` and RFC 6761's `*.localhost`: loopback by definition, whatever DNS might say. */
 function isLocalhostName(host: string): boolean {
@@ -227,9 +246,17 @@ const systemResolver: WebhookResolver = (hostname) => dns.lookup(hostname, { all
 /** The addresses to connect to: an IP literal itself, else every DNS answer, each one checked. */
 async function resolveTarget(host: string, req: WebhookRequest, signal: AbortSignal): Promise<LookupAddress[]> {
   const guard = !req.allowPrivateNetworks;
+  const allowed = (req.allowedNetworks ?? []).map((cidr) => ipaddr.parseCIDR(cidr));
+  // Why the address is refused, unless it lies in an allowed network.
+  const refusal = (address: string): string | null => {
+    const reason = refusedAddressReason(address);
+    if (!reason || allowed.length === 0) return reason;
+    const ip = ipaddr.process(address);
+    return allowed.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits)) ? null : reason;
+  };
   const literal = isIP(host);
   if (literal) {
-    const reason = guard && refusedAddressReason(host);
+    const reason = guard && refusal(host);
     if (reason) throw new WebhookError(`Webhook address ${host} is refused: ${reason}`, 'ADDRESS_REFUSED', false);
     return [{ address: host, family: literal }];
   }
@@ -247,7 +274,7 @@ async function resolveTarget(host: string, req: WebhookRequest, signal: AbortSig
   if (guard) {
     // All of them, not only the first: the socket may try any (happy eyeballs), and a mixed answer is suspicious.
     for (const { address } of addresses) {
-      const reason = refusedAddressReason(address);
+      const reason = refusal(address);
       if (reason) throw new WebhookError(`Webhook host ${host} resolves to ${address}, which is refused: ${reason}`, 'ADDRESS_REFUSED', false);
     }
   }

@@ -20,7 +20,11 @@ import { cancelExecutionsPage } from '../../domain/automations/execution.service
 export function createAutomationActivities(deps: ActivityDeps) {
   const secretBox = new SecretBox(deps.config.appSecret); // unseals the sender domain's DKIM key
   const links = { publicUrl: deps.config.publicUrl, appSecret: deps.config.appSecret, unsubscribeMailto: deps.config.unsubscribeMailto };
-  const webhook = { allowPrivateNetworks: deps.config.automations.webhookAllowPrivateNetworks, timeoutMs: deps.config.automations.webhookTimeoutMs };
+  const webhook = {
+    allowPrivateNetworks: deps.config.automations.webhookAllowPrivateNetworks,
+    allowedNetworks: deps.config.automations.webhookAllowedNetworks,
+    timeoutMs: deps.config.automations.webhookTimeoutMs,
+  };
   return {
     /** Writes the step that ended and the run's next state (or its end) to the execution row. */
     async automationProgress(input: ProgressInput): Promise<ProgressResult> {

@@ -254,4 +254,22 @@ describe('WEBHOOK', () => {
       server.close();
     }
   });
+
+  test('SSRF: link-local and private addresses are refused (only the loopback range is allowed here); the run records it and goes on', async () => {
+    const trigger = `ssrf-${tag()}`;
+    const after = await template('After the hooks', '<p>x</p>');
+    const wf = await workflow(trigger, [
+      { type: 'WEBHOOK', config: { url: 'http://169.254.169.254/latest/meta-data/' } },
+      { type: 'WEBHOOK', config: { url: 'http://10.0.0.1:8080/internal' } },
+      { type: 'SEND_EMAIL', config: { templateId: after } },
+    ]);
+    await enable(wf.id);
+    const email = `ssrf-${tag()}@example.com`;
+    await track(email, trigger);
+    const done = await waitForExecution(wf.id, email, ['COMPLETED'], 20_000);
+    expect(done.steps.map((s: any) => s.type)).toEqual(['WEBHOOK', 'WEBHOOK', 'SEND_EMAIL']);
+    expect(done.steps[0].outcome).toMatchObject({ ok: false, error: expect.stringMatching(/169\.254\.169\.254 is refused: .*link-local/) });
+    expect(done.steps[1].outcome).toMatchObject({ ok: false, error: expect.stringMatching(/10\.0\.0\.1 is refused: .*private/) });
+    expect((await waitForMail(email))[0]!.subject).toBe('After the hooks');
+  });
 });

@@ -317,6 +317,15 @@ describe('SSRF guard', () => {
     expect((await callWebhook(request({ url: `http://localhost:${port}/`, allowPrivateNetworks: true }))).status).toBe(200);
   });
 
+  test('allowedNetworks lets those ranges through and keeps refusing the rest', async () => {
+    expect((await guarded(`http://127.0.0.1:${port}/`, { allowedNetworks: ['127.0.0.0/8'] })).status).toBe(200);
+    const resolve: WebhookRequest['resolve'] = async () => [{ address: '127.0.0.1', family: 4 }];
+    expect((await guarded(`http://receiver.example:${port}/`, { allowedNetworks: ['127.0.0.0/8'], resolve })).status).toBe(200);
+    await expectFailure(guarded('http://169.254.169.254/', { allowedNetworks: ['127.0.0.0/8'] }), 'ADDRESS_REFUSED', false);
+    await expectFailure(guarded('http://10.1.2.3/', { allowedNetworks: ['10.9.0.0/16', 'fd00::/8'] }), 'ADDRESS_REFUSED', false);
+    await expectFailure(guarded(`http://[::ffff:127.0.0.1]:${port}/`, { allowedNetworks: ['10.0.0.0/8'] }), 'ADDRESS_REFUSED', false);
+  });
+
   test.each([
     ['127.0.0.1', 'loopback'],
     ['::1', 'loopback'],
@@ -325,12 +334,12 @@ describe('SSRF guard', () => {
     ['10.0.0.1', 'private'],
     ['172.31.255.255', 'private'],
     ['192.168.0.1', 'private'],
-    ['169.254.169.254', 'linkLocal'],
-    ['fe80::abcd', 'linkLocal'],
-    ['100.64.0.1', 'carrierGradeNat'],
-    ['100.127.255.254', 'carrierGradeNat'],
-    ['fc00::1', 'uniqueLocal'],
-    ['fd00:ec2::254', 'uniqueLocal'],
+    ['169.254.169.254', 'link-local'],
+    ['fe80::abcd', 'link-local'],
+    ['100.64.0.1', 'carrier-grade NAT'],
+    ['100.127.255.254', 'carrier-grade NAT'],
+    ['fc00::1', 'unique-local'],
+    ['fd00:ec2::254', 'unique-local'],
     ['0.0.0.0', 'unspecified'],
     ['::', 'unspecified'],
     ['224.0.0.1', 'multicast'],
@@ -339,7 +348,7 @@ describe('SSRF guard', () => {
     ['192.0.2.1', 'reserved'],
     ['::7f00:1', 'IPv4-compatible'], // how the URL parser writes [::127.0.0.1]
     ['64:ff9b::7f00:1', 'NAT64 of 127.0.0.1'],
-    ['64:ff9b:1::a00:1', 'rfc6052'],
+    ['64:ff9b:1::a00:1', 'RFC 6052'],
     ['2002:7f00:1::1', '6to4'],
     ['not-an-ip', 'not an IP address'],
   ])('refusedAddressReason(%s) names %s', (address, why) => {
