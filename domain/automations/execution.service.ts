@@ -3,7 +3,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { conflict, notFound, validationError } from '../errors';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
 import { uuidv7 } from '../ids';
-import { logger } from '../logger';
+import { closedOutside } from '../temporal-mirror';
 import { persistThenStart } from '../workflow-start';
 import { normalizeEmail } from '../contacts/email-address';
 import { ACTIVE_EXECUTION_STATUSES, EXECUTION_SELECT, type ExecutionRow, type ExecutionStatus, type StepType } from './automation.entity';
@@ -33,7 +33,6 @@ export interface AutomationRunStart {
 }
 
 const ACTIVE = `{${ACTIVE_EXECUTION_STATUSES.join(',')}}`;
-const CLOSED_AS_FAILED = new Set(['TERMINATED', 'TIMED_OUT', 'FAILED']);
 
 interface ExecutionStepRow {
   seq: number;
@@ -113,22 +112,12 @@ async function mirrorTemporal(em: EntityManager, control: AutomationRunControl, 
   return Promise.all(
     rows.map(async (x) => {
       if (x.status !== 'RUNNING' && x.status !== 'WAITING') return x;
-      let status: string | null;
-      try {
-        status = await control.automationRunStatus({ workflowId: x.workflowId });
-      } catch (err) {
-        logger.warn({ err, executionId: x.id }, 'could not read the automation run status');
-        return x;
-      }
-      let to: ExecutionStatus | null = null;
-      let reason = '';
-      if (status === 'CANCELLED') [to, reason] = ['CANCELLED', 'Cancelled in Temporal'];
-      else if (status && CLOSED_AS_FAILED.has(status)) [to, reason] = ['FAILED', `The run was ${status.toLowerCase().replace('_', ' ')} in Temporal`];
-      if (!to) return x;
+      const closed = await closedOutside(() => control.automationRunStatus({ workflowId: x.workflowId }), 'the run', { executionId: x.id });
+      if (!closed) return x;
       const [updated] = await em.execute<ExecutionRow[]>(
         `update automation_executions set status = ?, status_reason = ?, waiting_event = null, next_wake_at = null, finished_at = now(), updated_at = now()
          where id = ? and status = any(?::text[]) returning ${EXECUTION_SELECT}`,
-        [to, reason, x.id, ACTIVE],
+        [closed.status, closed.reason, x.id, ACTIVE],
       );
       return updated ?? x;
     }),

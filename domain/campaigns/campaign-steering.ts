@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound, validationError } from '../errors';
 import { preparedQuery } from '../prepared';
 import { logger } from '../logger';
+import { closedOutside } from '../temporal-mirror';
 import { persistThenStart } from '../workflow-start';
 import { resolveCampaignMessage } from './campaign-send';
 import { audienceWhere } from './audience';
@@ -180,33 +181,18 @@ async function wake(call: () => Promise<void>, campaignId: string): Promise<void
   }
 }
 
-const CLOSED_AS_FAILED = new Set(['TERMINATED', 'FAILED', 'TIMED_OUT']);
-
 /**
  * Mirrors Temporal into the API: an active campaign whose run was terminated (or failed, or timed out) in Temporal
- * becomes FAILED, one whose run was cancelled there becomes CANCELLED (the run normally records that itself).
- * Called when campaigns are read, so an operator's action in Web UI shows at the next read. Returns the rows as
- * they are now. A Temporal that cannot be asked leaves the rows as stored.
+ * becomes FAILED, one whose run was cancelled there becomes CANCELLED (domain/temporal-mirror.ts). Returns the rows
+ * as they are now.
  */
 export async function mirrorTemporal(em: EntityManager, control: CampaignSendControl, rows: CampaignRow[]): Promise<CampaignRow[]> {
   return Promise.all(
     rows.map(async (c) => {
       if (c.status !== 'SCHEDULED' && c.status !== 'SENDING' && c.status !== 'PAUSED') return c;
-      let status: string | null;
-      try {
-        status = await control.campaignSendStatus({ campaignId: c.id });
-      } catch (err) {
-        logger.warn({ err, campaignId: c.id }, 'could not read the campaign-send workflow status');
-        return c;
-      }
-      if (status === 'CANCELLED') {
-        return (await transition(em, c.projectId, c.id, ['SCHEDULED', 'SENDING', 'PAUSED'], 'CANCELLED', { finished: true, reason: 'Cancelled in Temporal' })) ?? c;
-      }
-      if (status && CLOSED_AS_FAILED.has(status)) {
-        const reason = `The campaign-send workflow was ${status.toLowerCase().replace('_', ' ')} in Temporal`;
-        return (await transition(em, c.projectId, c.id, ['SCHEDULED', 'SENDING', 'PAUSED'], 'FAILED', { finished: true, reason })) ?? c;
-      }
-      return c;
+      const closed = await closedOutside(() => control.campaignSendStatus({ campaignId: c.id }), 'the campaign-send workflow', { campaignId: c.id });
+      if (!closed) return c;
+      return (await transition(em, c.projectId, c.id, ['SCHEDULED', 'SENDING', 'PAUSED'], closed.status, { finished: true, reason: closed.reason })) ?? c;
     }),
   );
 }

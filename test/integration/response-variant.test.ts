@@ -11,6 +11,7 @@ interface Operation {
 
 let project: TestProject;
 let contactId: string;
+let workflowId: string;
 let listPaths: string[];
 
 /** The cursor lists, found in the document: GET operations whose earlier variant has `data.items` and `data.nextCursor`. */
@@ -24,7 +25,7 @@ function cursorLists(doc: { paths: Record<string, Record<string, Operation>>; co
     .map(([path]) => path);
 }
 
-const fill = (path: string) => path.replace('{contactId}', contactId).replace('{field}', 'plan');
+const fill = (path: string) => path.replace('{contactId}', contactId).replace('{field}', 'plan').replace('/workflows/{id}/', `/workflows/${workflowId}/`);
 
 beforeAll(async () => {
   project = await createTestProject('variants');
@@ -33,6 +34,7 @@ beforeAll(async () => {
     contactId = res.body.data.contact;
   }
   await api('POST', '/templates', { key: project.secretKey, body: { name: 'T', subject: 'S', body: '<p>b</p>', type: 'TRANSACTIONAL' } });
+  workflowId = (await api('POST', '/workflows', { key: project.secretKey, body: { name: 'W' } })).body.id;
   listPaths = cursorLists((await api('GET', '/openapi.json')).body);
 });
 
