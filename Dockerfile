@@ -10,6 +10,8 @@ COPY domain ./domain
 COPY temporal ./temporal
 COPY migrations ./migrations
 COPY scripts/migrate.ts ./scripts/migrate.ts
+# Uploaded images when S3 is not configured (UPLOADS_DIR's default); docker-compose.yml mounts a volume here.
+RUN mkdir -p /app/.data/uploads && chown -R node:node /app/.data
 USER node
 EXPOSE 3000
 CMD ["npm", "run", "api"]

@@ -2,6 +2,7 @@
  * Three tiers (ENGINEERING.md › Test tiers), all run by `npm test`:
  * - unit: pure code, no services (seconds): `npm run test:unit`;
  * - workflow: workflows on a throw-away Temporal dev server with activity doubles, and replay of recorded histories;
+ *   its global setup finds (or fetches once, with Maven) the time-skipping test server some of them need;
  * - stack: the real stack (Postgres, Temporal, SMTP capture, DNS, the API and worker processes), which the stack
  *   tier's global setup starts once; schemathesis runs here too.
  * A project's global setup runs only when the run selects one of its tests, so the unit tier never boots the stack.
@@ -21,7 +22,7 @@ const tier = (displayName, roots, extra = {}) => ({
 module.exports = {
   projects: [
     tier('unit', ['unit']),
-    tier('workflow', ['workflows']),
+    tier('workflow', ['workflows'], { globalSetup: '<rootDir>/test/workflow-global-setup.ts' }),
     tier('stack', ['integration', 'fuzz'], { globalSetup: '<rootDir>/test/global-setup.ts', globalTeardown: '<rootDir>/test/global-teardown.ts' }),
   ],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],

@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import type { AppState, ApiDeps } from './context';
 import { errorHandler } from './middleware/error-handler';
+import { httpMetrics } from './middleware/metrics';
 import { Routes } from './route';
 import { sendRoutes } from './send/routes';
 import { emailRoutes } from './emails/routes';
@@ -14,11 +15,13 @@ import { segmentRoutes } from './segments/routes';
 import { templateRoutes } from './templates/routes';
 import { campaignRoutes } from './campaigns/routes';
 import { automationRoutes } from './automations/routes';
+import { analyticsRoutes } from './analytics/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
 import { publicRoutes } from './public/routes';
 import { webhookRoutes } from './webhooks/routes';
+import { uploadRoutes } from './uploads/routes';
 
 /**
  * Every route of the API, registered once. Registration reads only `deps.config`; handlers use the rest when they run
@@ -26,7 +29,7 @@ import { webhookRoutes } from './webhooks/routes';
  */
 export function buildRoutes(deps: ApiDeps): Routes {
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, analyticsRoutes, uploadRoutes, docsRoutes]) register(routes, deps);
   publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
   webhookRoutes(routes, deps); // unauthenticated: infrastructure callbacks, verified by their signatures
   return routes;
@@ -38,6 +41,7 @@ export function createApp(deps: ApiDeps): Koa<AppState> {
   app.silent = true; // errors are rendered and logged by errorHandler
   const routes = buildRoutes(deps);
 
+  app.use(httpMetrics()); // outermost: sees the status the error handler rendered
   app.use(errorHandler());
   app.use(async (ctx, next) => {
     // Forked on first use: requests answered from caches or by validation never pay for an EntityManager.

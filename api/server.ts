@@ -14,6 +14,9 @@ import { createTemplateCache } from '../domain/templates/template.service';
 import { RateLimiter } from '../domain/rate-limit/rate-limiter';
 import { PgRateLimitStore } from '../domain/rate-limit/rate-limit.store';
 import { buildRegistry } from '../domain/registry';
+import { enableProcessMetrics } from '../domain/metrics';
+import { databaseCheck } from '../domain/health';
+import { startMetricsServer } from './metrics-server';
 
 /** Starts the HTTP API; resolves with a function that stops it gracefully. */
 export async function startApi(): Promise<{ server: http.Server; stop: () => Promise<void> }> {
@@ -44,6 +47,20 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(cfg.port, cfg.host, resolve));
   logger.info({ url: `http://${cfg.host}:${cfg.port}` }, 'api listening');
+  enableProcessMetrics();
+  const { metrics } = cfg;
+  const metricsServer = metrics.apiPort
+    ? await startMetricsServer({
+        name: 'api',
+        host: metrics.host,
+        port: metrics.apiPort,
+        token: metrics.token,
+        health: { database: databaseCheck(orm), temporal: (timeoutMs) => temporal.ping(timeoutMs) },
+      })
+    : undefined;
+  if (metrics.unservedInProduction) {
+    logger.warn('GET /metrics is not served: in production the API port serves it only with METRICS_TOKEN set; or set METRICS_PORT for a listener of its own');
+  }
   return {
     server,
     stop: async () => {
@@ -52,6 +69,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
       const force = setTimeout(() => server.closeAllConnections(), 5_000);
       await closed;
       clearTimeout(force);
+      await metricsServer?.close();
       intake.flushAll();
       contactIntake.flushAll();
       await rateLimiter?.stop();

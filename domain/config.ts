@@ -1,4 +1,5 @@
 import os from 'node:os';
+import path from 'node:path';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
@@ -57,6 +58,9 @@ const byteSize = z.string().transform((v, ctx) => {
   }
   return Number(m[1]) * { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(m[2] ?? 'b').toLowerCase() as 'b'];
 });
+
+/** An optional setting where an empty value (`S3_BUCKET=` from a compose file) means unset. */
+const optionalText = <T extends z.ZodType>(inner: T) => z.preprocess((v) => (v === '' ? undefined : v), inner.optional());
 
 /** SNS signing certificates and subscription URLs: https on the SNS host of an AWS region (China: `.com.cn`). */
 const DEFAULT_SNS_URL_PATTERN = '^https://sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/';
@@ -143,12 +147,33 @@ const schema = z
       })
       .default([60_000, 300_000, 900_000, 3_600_000]),
     SEGMENT_RECOMPUTE_SWEEP_INTERVAL: duration(1_000).default(5 * 60_000),
+    // Metrics and health (README › Metrics and health). Empty (`${METRICS_TOKEN:-}` in a compose file) is unset, and an
+    // empty WORKER_METRICS_PORT is off.
+    METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional()),
+    METRICS_HOST: z.preprocess((v) => (v === '' ? undefined : v), z.string().default('127.0.0.1')),
+    METRICS_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16).optional()),
+    WORKER_METRICS_PORT: z.preprocess((v) => (v === '' ? '0' : v), z.coerce.number().int().min(0).max(65535).default(9464)),
+    UPLOADS_MAX_SIZE: byteSize.refine((n) => n >= 1 && n <= 100 * 1024 ** 2, 'must be from 1 byte to 100mb').default(5 * 1024 ** 2),
+    UPLOADS_DIR: optionalText(z.string()),
+    S3_BUCKET: optionalText(z.string()),
+    S3_ENDPOINT: optionalText(z.url()),
+    S3_REGION: optionalText(z.string()),
+    S3_ACCESS_KEY_ID: optionalText(z.string()),
+    S3_SECRET_ACCESS_KEY: optionalText(z.string()),
+    S3_FORCE_PATH_STYLE: bool.default(false),
+    S3_PUBLIC_URL: optionalText(z.url()),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
       for (const key of ['JWT_SECRET', 'PUBLIC_URL', 'APP_SECRET'] as const) {
         if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required in production' });
       }
+    }
+    if (!env.S3_ACCESS_KEY_ID !== !env.S3_SECRET_ACCESS_KEY) {
+      ctx.addIssue({ code: 'custom', path: [env.S3_ACCESS_KEY_ID ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together' });
+    }
+    for (const key of ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_PUBLIC_URL'] as const) {
+      if (env[key] && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: [key], message: 'has no effect without S3_BUCKET (uploads go to UPLOADS_DIR)' });
     }
   });
 
@@ -233,6 +258,43 @@ function buildConfig(env: z.infer<typeof schema>) {
        * sets how often its segments are due: `segmentRecomputeMinutes`). Tests use seconds.
        */
       recomputeSweepIntervalMs: env.SEGMENT_RECOMPUTE_SWEEP_INTERVAL,
+    },
+    /** Uploaded images (domain/uploads): their size cap, and where their bytes are stored. */
+    uploads: {
+      maxBytes: env.UPLOADS_MAX_SIZE,
+      /** The local folder (unless S3 is configured); by default in the data folder of `npm start`. */
+      dir: path.resolve(env.UPLOADS_DIR ?? path.join(__dirname, '..', '.data', 'uploads')),
+      /** Set when S3_BUCKET is: S3 or an S3-compatible store instead of the local folder. */
+      s3: env.S3_BUCKET
+        ? {
+            bucket: env.S3_BUCKET,
+            endpoint: env.S3_ENDPOINT,
+            region: env.S3_REGION ?? 'us-east-1',
+            accessKeyId: env.S3_ACCESS_KEY_ID,
+            secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+            forcePathStyle: env.S3_FORCE_PATH_STYLE,
+            /** The bucket's public base URL: upload URLs point there instead of at the API. */
+            publicUrl: env.S3_PUBLIC_URL?.replace(/\/$/, ''),
+          }
+        : undefined,
+    },
+    /** Prometheus metrics (domain/metrics.ts) and their listeners. */
+    metrics: {
+      /** Bearer token that GET /metrics requires on every listener; undefined: none. */
+      token: env.METRICS_TOKEN,
+      /** Where the separate metrics listeners bind (loopback unless opened on purpose, e.g. 0.0.0.0 in a container). */
+      host: env.METRICS_HOST,
+      /** The API's own metrics listener (METRICS_PORT); undefined: none. */
+      apiPort: env.METRICS_PORT || undefined,
+      /**
+       * Whether the API's port serves GET /metrics: only while METRICS_PORT is unset, and in production only behind
+       * METRICS_TOKEN (the API port is public there; a scrape should not be).
+       */
+      onApiPort: env.METRICS_PORT === undefined && (env.METRICS_TOKEN !== undefined || env.NODE_ENV !== 'production'),
+      /** Production with neither METRICS_PORT nor METRICS_TOKEN: nothing serves the API's metrics (the API warns at start). */
+      unservedInProduction: env.NODE_ENV === 'production' && env.METRICS_PORT === undefined && env.METRICS_TOKEN === undefined,
+      /** The worker's listener for GET /metrics and GET /health (WORKER_METRICS_PORT); undefined: off. */
+      workerPort: env.WORKER_METRICS_PORT || undefined,
     },
     /** The event outbox (domain/events/event-dispatcher.ts) and the consumers every process registers. */
     events: {

@@ -7,6 +7,7 @@ import { registerCampaignUsage } from './campaigns/campaign-usage';
 import { EventConsumerRegistry } from './events/event-consumer';
 import { probeConsumer } from './events/event-probe';
 import { campaignStatsConsumer } from './campaigns/campaign-stats';
+import { analyticsConsumer } from './analytics/analytics-consumer';
 import { createAutomationConsumer, type AutomationTriggerControl } from './automations/automation-consumer';
 import { registerAutomationUsage } from './automations/automation-usage';
 
@@ -41,6 +42,7 @@ export function buildRegistry(
   registerAutomationUsage();
   const consumers = new EventConsumerRegistry();
   consumers.register(campaignStatsConsumer);
+  consumers.register(analyticsConsumer);
   consumers.register(
     createAutomationConsumer(
       deps.automationControl ??

@@ -4,6 +4,7 @@ import type { AutomationRunControl, AutomationRunStart } from '../domain/automat
 import type { Config } from '../domain/config';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
+import { workflowStarts } from '../domain/metrics';
 import type { CampaignSendControl } from '../domain/campaigns/campaign-steering';
 import type * as workflows from './workflows';
 import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
@@ -72,11 +73,19 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
       // The signature types `args` by the workflow; the SDK's conditional option type cannot see that through `N`.
       const options = { taskQueue: this.taskQueue, workflowId, args, typedSearchAttributes: new TypedSearchAttributes(attributes), ...extra };
       const handle = await this.client.workflow.start<(typeof workflows)[N]>(name, options as WorkflowStartOptions<(typeof workflows)[N]>);
+      workflowStarts.inc({ workflow: name, outcome: 'started' });
       return handle.firstExecutionRunId;
     } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      const already = err instanceof WorkflowExecutionAlreadyStartedError;
+      workflowStarts.inc({ workflow: name, outcome: already ? 'already_started' : 'error' });
+      if (!already) throw err;
       return null;
     }
+  }
+
+  /** One cheap call to the Temporal frontend (GetSystemInfo) within `timeoutMs`: the health check's. */
+  async ping(timeoutMs: number): Promise<void> {
+    await this.client.withDeadline(Date.now() + timeoutMs, () => this.client.workflowService.getSystemInfo({}));
   }
 
   /** Starts a domain's verification loop; one that is already running counts as started. */

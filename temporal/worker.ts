@@ -13,6 +13,9 @@ import { createRenderPool } from '../domain/campaigns/render-pool';
 import { TemporalGateway } from './client';
 import { buildRegistry } from '../domain/registry';
 import { EventDispatcher, DEFAULT_RETRY } from '../domain/events/event-dispatcher';
+import { enableProcessMetrics, sampleOutboxRows } from '../domain/metrics';
+import { databaseCheck, type HealthCheck } from '../domain/health';
+import { startMetricsServer } from '../api/metrics-server';
 
 /**
  * Bundles the workflow code in a short-lived child process (same Node flags, so the TypeScript loader too) and
@@ -61,7 +64,30 @@ export async function createWorker() {
     await gateway.close();
     await connection.close();
   };
-  return { worker, close };
+  const health: Record<string, HealthCheck> = {
+    database: databaseCheck(orm),
+    temporal: (timeoutMs) => gateway.ping(timeoutMs),
+    // Polling its task queue; INITIALIZED before run(), STOPPING/DRAINING on shutdown, FAILED after a fatal error.
+    worker: async () => {
+      if (worker.getState() !== 'RUNNING') throw new Error(`worker state ${worker.getState()}`);
+    },
+  };
+  return { worker, close, health };
+}
+
+/**
+ * The worker's listener for GET /metrics and GET /health (WORKER_METRICS_PORT). A port already taken (a second worker
+ * on the same host with the same settings) is logged, not fatal: the worker's work matters more than its metrics.
+ */
+async function startWorkerMetrics(health: Record<string, HealthCheck>, cfg = config()) {
+  const { workerPort, host, token } = cfg.metrics;
+  if (!workerPort) return undefined;
+  try {
+    return await startMetricsServer({ name: 'worker', host, port: workerPort, token, health });
+  } catch (err) {
+    logger.error({ err, host, port: workerPort }, 'worker metrics listener could not start (WORKER_METRICS_PORT); running without it');
+    return undefined;
+  }
 }
 
 /** The event outbox's dispatcher for the consumers of the process registry. */
@@ -87,13 +113,17 @@ async function main() {
   // Events flow while the worker bundles its workflows.
   const dispatcher = createEventDispatcher();
   await dispatcher.start();
-  const { worker, close } = await createWorker();
+  enableProcessMetrics();
+  sampleOutboxRows(() => dispatcher.backlog());
+  const { worker, close, health } = await createWorker();
+  const metrics = await startWorkerMetrics(health);
   const gateway = await TemporalGateway.connect(config().temporal);
   await gateway.ensureEmailSweeperSchedule();
   await gateway.ensureSegmentRecomputeSchedule(config().segments.recomputeSweepIntervalMs);
   await gateway.close();
   logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
   await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)
+  await metrics?.close();
   await dispatcher.stop();
   await close();
   logger.info('worker stopped');

@@ -39,7 +39,7 @@ export default async function globalSetup(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-test-'));
   fs.chmodSync(dataDir, 0o755); // Postgres runs as the postgres user when we are root; it must reach its folder
   const log = (msg: string) => process.stdout.write(`[test stack] ${msg}\n`);
-  const [pgPort, temporalPort, apiPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [pgPort, temporalPort, apiPort, workerMetricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const capture = await startSmtpCapture();
   const dns = await startDnsServer();
   const infra = await startInfrastructure(
@@ -76,6 +76,10 @@ export default async function globalSetup(): Promise<void> {
     // other non-public address stays refused, which the SSRF test relies on.
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
     WEBHOOK_TIMEOUT: '2s',
+    // Uploaded images on local disk in the stack's folder (uploads-s3.test.ts starts an API of its own on S3).
+    UPLOADS_DIR: path.join(dataDir, 'uploads'),
+    // The worker's GET /metrics and GET /health (metrics.test.ts); the API serves its own on PORT.
+    WORKER_METRICS_PORT: String(workerMetricsPort),
   };
   const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });
   const startApi = () => startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') });
@@ -126,6 +130,7 @@ export default async function globalSetup(): Promise<void> {
     dnsServer: dns.server,
     dnsControlUrl: dns.controlUrl,
     workerControlUrl: `http://127.0.0.1:${controlPort}`,
+    workerMetricsUrl: `http://127.0.0.1:${workerMetricsPort}`,
     dataDir,
   };
   process.env.MAILWRIGHT_TEST_STACK = JSON.stringify(stack);

@@ -12,6 +12,8 @@ export interface TestStackEnv {
    * same to the API (test/global-setup.ts).
    */
   workerControlUrl: string;
+  /** The worker's metrics listener (WORKER_METRICS_PORT): `GET /metrics`, `GET /health`. */
+  workerMetricsUrl: string;
   dataDir: string;
 }
 

@@ -58,7 +58,7 @@ function isRealDate(s: string): boolean {
 }
 
 /** An instant: an RFC 3339 date-time with a time zone (`Z` or an offset), as a Date. */
-const Instant = (field: string) =>
+export const Instant = (field: string) =>
   z
     .string()
     .regex(INSTANT, { error: `${field} must be an RFC 3339 date-time with seconds and a time zone, e.g. 2030-01-31T09:00:00Z` })

@@ -1,6 +1,8 @@
 import type { AppContext } from '../context';
 import { AppError } from '../../domain/errors';
 import type { RateLimiter, RateLimitDecision } from '../../domain/rate-limit/rate-limiter';
+import { rateLimitRefusals } from '../../domain/metrics';
+import { routeLabel } from './metrics';
 
 // The limiter is a long-lived dependency of the API process like the caches; declared here, next to its only user.
 /**
@@ -26,6 +28,7 @@ export async function enforceRateLimit(ctx: AppContext, limiter: RateLimiter, pr
   // Set before the handler runs, so every answer to the request carries them, errors included.
   ctx.set(rateLimitHeaders(d, windowMs));
   if (!d.allowed) {
+    rateLimitRefusals.inc({ route: routeLabel(ctx) });
     throw new AppError(429, 'RATE_LIMIT_EXCEEDED', `Rate limit exceeded: this project may make ${d.limit} API requests per ${per(windowMs)}`, {
       suggestion: `Retry after ${d.retryAfterSeconds} s (the Retry-After header); RateLimit-Remaining on every response shows what is left. Batch work where the API allows it (up to 50 recipients per /v1/send call).`,
       headers: { 'Retry-After': String(d.retryAfterSeconds) },

@@ -4,6 +4,11 @@ import { z } from 'zod';
 import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
+import { AppError } from '../../domain/errors';
+import { metricsText } from '../../domain/metrics';
+import { databaseCheck, runHealthChecks } from '../../domain/health';
+import { errorResponses } from '../common.schema';
+import { metricsAuthorized } from '../metrics-server';
 
 const ConfigSchema = z
   .object({
@@ -13,6 +18,20 @@ const ConfigSchema = z
     features: z.record(z.string(), z.boolean()),
   })
   .meta({ id: 'PublicConfig' });
+
+const HealthCheckResult = z
+  .object({
+    ok: z.boolean(),
+    latencyMs: z.number().int().min(0),
+    error: z.string().optional().meta({ description: 'Why the check failed: no answer within the timeout, or failed (with an error code)' }),
+  })
+  .meta({ id: 'HealthCheckResult' });
+
+const healthReport = (status: 'ok' | 'unavailable') =>
+  z.object({
+    status: z.literal(status),
+    checks: z.object({ database: HealthCheckResult, temporal: HealthCheckResult }),
+  });
 
 export function systemRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
@@ -30,15 +49,54 @@ export function systemRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
     method: 'get',
     path: '/health',
-    summary: 'Liveness and database readiness',
+    summary: 'Readiness: whether Postgres and Temporal answer (no authentication)',
+    description:
+      'Checks each dependency with a short timeout (2 s) and says which one is down: `database` (Postgres answers `select 1`), ' +
+      '`temporal` (the Temporal frontend answers GetSystemInfo). For a liveness probe any answer counts: ' +
+      'a 503 means the process runs but cannot serve.',
     tags: ['System'],
     auth: 'none',
-    responses: { 200: { description: 'Healthy', schema: z.object({ status: z.literal('ok') }) } },
+    responses: {
+      200: { description: 'Every dependency answered', schema: healthReport('ok') },
+      503: { description: 'A dependency did not answer; `checks` says which', schema: healthReport('unavailable') },
+    },
     handler: async ({ ctx }) => {
-      await ctx.state.em.execute('select 1');
-      return { body: { status: 'ok' } };
+      const report = await runHealthChecks({ database: databaseCheck(deps.orm), temporal: (timeoutMs) => deps.temporal.ping(timeoutMs) });
+      ctx.set('Cache-Control', 'no-store');
+      return { status: report.status === 'ok' ? 200 : 503, body: report };
     },
   });
+
+  // With METRICS_PORT set, the metrics have their own listener (api/metrics-server.ts) and this port does not serve them.
+  const { onApiPort, token } = deps.config.metrics;
+  if (onApiPort) {
+    routes.add({
+      method: 'get',
+      path: '/metrics',
+      summary: 'Prometheus metrics of this API process',
+      description:
+        'The Prometheus text format (README › Metrics and health). ' +
+        (token ? 'Requires `Authorization: Bearer <METRICS_TOKEN>`.' : 'Open: this deployment sets no METRICS_TOKEN (never so in production).'),
+      tags: ['System'],
+      auth: 'none',
+      responses: {
+        200: { description: 'Metrics in the Prometheus text exposition format', contentType: 'text/plain', schema: z.string() },
+        ...(token ? errorResponses(401) : {}),
+      },
+      handler: async ({ ctx }) => {
+        if (!metricsAuthorized(ctx.get('authorization') || undefined, token)) {
+          throw new AppError(401, 'UNAUTHORIZED', 'GET /metrics requires the metrics bearer token', {
+            suggestion: 'Send Authorization: Bearer <METRICS_TOKEN>.',
+            headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' },
+          });
+        }
+        const { contentType, body } = await metricsText();
+        ctx.type = contentType;
+        ctx.set('Cache-Control', 'no-store');
+        return { body };
+      },
+    });
+  }
 }
 
 /** The OpenAPI document, generated from the routes' zod schemas (so it cannot drift from validation). */

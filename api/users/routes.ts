@@ -15,7 +15,7 @@ import {
   updateProject,
 } from '../../domain/projects/project.service';
 
-export function userRoutes(routes: Routes, _deps: ApiDeps): void {
+export function userRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
     method: 'get',
     path: '/users/@me',
@@ -95,7 +95,10 @@ export function userRoutes(routes: Routes, _deps: ApiDeps): void {
     responses: { 200: { description: 'The new keys', schema: KeysSchema }, ...errorResponses(401, 403, 404) },
     handler: async ({ ctx, params, userId }) => {
       const { project } = await projectForMember(ctx.state.em, userId, params.id, 'ADMIN');
-      return { body: presentKeys(await rotateKeys(ctx.state.em, project)) };
+      const keys = await rotateKeys(ctx.state.em, project);
+      // The old keys stop working at once: this process forgets them now (others on the change feed's notification).
+      deps.caches.keys?.forgetProject(project.id);
+      return { body: presentKeys(keys) };
     },
   });
 }

@@ -183,7 +183,7 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
     existing = { status: 'QUEUED', createdAt: new Date().toISOString(), error: null };
   }
   if (existing.status !== 'QUEUED' && existing.status !== 'SENDING') return { emailId, status: existing.status, ...(existing.error ? { error: existing.error } : {}) };
-  const [outcome] = await deliverBatch(em, deps.transport, { emailIds: [emailId], attempt: 1, workflowId: input.workflowId }, { secretBox: deps.secretBox });
+  const [outcome] = await deliverBatch(em, deps.transport, { emailIds: [emailId], attempt: 1, workflowId: input.workflowId }, { secretBox: deps.secretBox, source: 'automation' });
   switch (outcome?.status) {
     case 'SENT':
       return { emailId, status: 'SENT' };
@@ -193,7 +193,7 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
       return { emailId, status: 'CANCELLED', error: outcome.reason };
     case 'RETRY':
       if (Date.now() - new Date(existing.createdAt).getTime() < SEND_RETRY_WINDOW_MS) throw new Error(outcome.error);
-      await markEmailsFailed(em, [emailId], `Delivery gave up after a day: ${outcome.error}`);
+      await markEmailsFailed(em, [emailId], `Delivery gave up after a day: ${outcome.error}`, 'automation');
       return { emailId, status: 'FAILED', error: outcome.error };
     default: {
       // Claimed by nobody (final meanwhile, or deleted with its contact): say what it is now.

@@ -34,6 +34,15 @@ export class ProjectScopedCache<V> {
     return loaded?.value;
   }
 
+  /**
+   * Drops the project's entries now, in this process: a write this process made itself (a key rotation) takes effect
+   * for its next request without waiting for the feed's notification. Other processes still learn it from the feed.
+   */
+  forgetProject(projectId: string): void {
+    this.generation++;
+    this.dropProject(projectId);
+  }
+
   private set(key: string, value: V, projectId: string): void {
     if (this.entries.size >= this.maxEntries) this.clear();
     this.entries.set(key, { value, projectId, at: Date.now() });

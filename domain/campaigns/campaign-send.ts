@@ -5,6 +5,8 @@ import type { Config } from '../config';
 import { preparedQuery } from '../prepared';
 import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { logger } from '../logger';
+import { emailOutcomes, type EmailOutcomeStatus } from '../metrics';
+import { sendMeasured } from '../mail/transport';
 import { withTransaction } from '../jobs/job.service';
 import { toPositional } from '../filters';
 import { AppError, validationError } from '../errors';
@@ -379,7 +381,7 @@ function listId(name: string, projectId: string, domain: string): string {
 /** One SMTP transaction over the pooled transport; its outcome, never a throw. */
 async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw: string }>, dkim: DkimOptions | undefined): Promise<Outcome> {
   try {
-    const info = await transport.sendMail({ dkim, envelope: m.envelope, raw: m.raw });
+    const info = await sendMeasured(transport, { dkim, envelope: m.envelope, raw: m.raw });
     return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: String(info.response ?? '') };
   } catch (err) {
     const detail = (err as SmtpError).response ?? (err as Error).message;
@@ -387,6 +389,9 @@ async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw
     return { kind: 'retry', id: m.id, error: detail };
   }
 }
+
+/** The status an outcome leaves its email in, as /metrics counts it. */
+const CAMPAIGN_OUTCOME_STATUS: Record<Outcome['kind'], EmailOutcomeStatus> = { sent: 'sent', rejected: 'bounced', retry: 'retry', skipped: 'cancelled', invalid: 'failed' };
 
 /**
  * Records outcomes in batches: at most FLUSH_MS after an SMTP reply (or FLUSH_COUNT replies), one statement per
@@ -406,6 +411,7 @@ class OutcomeRecorder {
   ) {}
 
   add(o: Outcome): void {
+    emailOutcomes.inc({ source: 'campaign', status: CAMPAIGN_OUTCOME_STATUS[o.kind] });
     this.pending.push(o);
     if (this.pending.length >= FLUSH_COUNT) void this.flush().catch(() => undefined);
     else this.timer ??= setTimeout(() => void this.flush().catch(() => undefined), FLUSH_MS);
@@ -471,7 +477,13 @@ class OutcomeRecorder {
            returning 1
          ),
          n as (select count(*)::int as n from upd),
-         st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $5 and n.n > 0)
+         st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $5 and n.n > 0),
+         -- Campaign messages emit no email.sent events: their sends count into the analytics rollup here.
+         ah as (
+           insert into analytics_hourly (project_id, metric, hour, count)
+           select c.project_id, 'sent', date_trunc('hour', now(), 'UTC'), n.n from n, campaigns c where c.id = $5 and n.n > 0
+           on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count
+         )
          select n from n`,
         [sent.map((o) => o.id), sent.map((o) => o.subject), sent.map((o) => o.messageId), sent.map((o) => o.response), this.campaignId],
       );
@@ -555,11 +567,11 @@ export interface FinishResult {
  * already final (a cancel through the API wins over a completion that raced it). Idempotent.
  */
 export async function settleCampaign(em: EntityManager, campaignId: string, input: Omit<FinishInput, 'campaignId'>): Promise<FinishResult> {
-  return withTransaction(em, async (tx: PoolClient) => {
+  const leftover = input.outcome === 'completed' ? 'FAILED' : 'CANCELLED';
+  const result = await withTransaction(em, async (tx: PoolClient): Promise<FinishResult> => {
     const { rows } = await tx.query<{ status: CampaignStatus }>('select status from campaigns where id = $1 for update', [campaignId]);
     if (!rows[0]) return { status: 'CANCELLED', settled: 0 };
     const target: CampaignStatus = input.outcome === 'completed' ? 'SENT' : input.outcome === 'cancelled' ? 'CANCELLED' : 'FAILED';
-    const leftover = input.outcome === 'completed' ? 'FAILED' : 'CANCELLED';
     // Contacts deleted after the snapshot (their rows lost the contact) were never walked: skipped, not failed.
     await tx.query(
       `with upd as (update emails set status = 'CANCELLED', error = 'The contact was deleted', updated_at = now()
@@ -589,4 +601,6 @@ export async function settleCampaign(em: EntityManager, campaignId: string, inpu
     }
     return { status, settled: settled.rows[0]!.n };
   });
+  if (result.settled > 0) emailOutcomes.inc({ source: 'campaign', status: leftover === 'FAILED' ? 'failed' : 'cancelled' }, result.settled);
+  return result;
 }

@@ -7,6 +7,8 @@ import { logger } from '../logger';
 import { dkimKeyContext, type SecretBox } from '../domains/secret-box';
 import { loadAttachments } from './attachments';
 import { buildMime } from '../mail/mime';
+import { sendMeasured } from '../mail/transport';
+import { emailOutcomes, type EmailOutcomeStatus, type EmailSource } from '../metrics';
 import { preparedQuery } from '../prepared';
 import { selectList } from '../db/rows';
 import { LruCache } from '../cache/lru';
@@ -89,13 +91,14 @@ export function messageIdFor(emailId: string, fromEmail: string): string {
  * Sends a batch of stored emails through the pooled transport and records every outcome with set-based writes.
  * Idempotent per email: only QUEUED or SENDING emails are claimed, so an email already in a final state is never
  * sent again when an activity is retried. Mail from a VERIFIED domain with a DKIM key is signed with that key (the
- * claim query brings the sealed key along; it is decrypted here, in the activity).
+ * claim query brings the sealed key along; it is decrypted here, in the activity). `source` labels the outcomes in
+ * /metrics (automation steps send through here too).
  */
 export async function deliverBatch(
   em: EntityManager,
   transport: Transporter,
   input: { emailIds: string[]; attempt: number; workflowId?: string },
-  opts: { secretBox: SecretBox },
+  opts: { secretBox: SecretBox; source?: EmailSource },
 ): Promise<DeliveryOutcome[]> {
   // Prepared (planned once per connection): delivery runs this for every batch.
   const claimed = await preparedQuery<ClaimedEmail>(
@@ -145,7 +148,7 @@ export async function deliverBatch(
           headers: row.headers,
           attachments: row.attachmentIds.flatMap((id) => attachments.get(id) ?? []),
         });
-        const info = await transport.sendMail({ dkim, envelope: { from: row.fromEmail, to: [row.toEmail] }, raw });
+        const info = await sendMeasured(transport, { dkim, envelope: { from: row.fromEmail, to: [row.toEmail] }, raw });
         return { emailId, status: 'SENT', messageId, response: String(info.response ?? '') };
       } catch (err) {
         const e = err as SmtpError;
@@ -156,8 +159,18 @@ export async function deliverBatch(
     }),
   );
   await recordOutcomes(em, outcomes, input.attempt);
+  for (const o of outcomes) emailOutcomes.inc({ source: opts.source ?? 'transactional', status: OUTCOME_STATUS[o.status] });
   return outcomes;
 }
+
+/** The status a delivery outcome leaves its email in, as /metrics counts it. */
+const OUTCOME_STATUS: Record<DeliveryOutcome['status'], EmailOutcomeStatus> = {
+  SENT: 'sent',
+  REJECTED: 'bounced',
+  RETRY: 'retry',
+  SKIPPED: 'skipped',
+  CANCELLED: 'cancelled',
+};
 
 /**
  * Records a batch's outcomes: one statement per kind of outcome updates the emails and inserts their email.*
@@ -221,13 +234,14 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
 }
 
 /** Marks emails FAILED once delivery has given up on them (retries exhausted). */
-export async function markEmailsFailed(em: EntityManager, emailIds: string[], reason: string): Promise<void> {
+export async function markEmailsFailed(em: EntityManager, emailIds: string[], reason: string, source: EmailSource = 'transactional'): Promise<void> {
   const rows = await em.execute<{ id: string; projectId: string; contactId: string | null }[]>(
     `update emails set status = 'FAILED', error = ?, updated_at = now()
      where id in (${emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
      returning id, project_id as "projectId", contact_id as "contactId"`,
     [reason, ...emailIds],
   );
+  if (rows.length) emailOutcomes.inc({ source, status: 'failed' }, rows.length);
   await insertEvents(
     em,
     rows.filter((r) => r.contactId).map((r) => ({ projectId: r.projectId, contactId: r.contactId!, name: 'email.failed', data: { reason }, source: 'SYSTEM' as const, emailId: r.id })),

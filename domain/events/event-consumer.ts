@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 
 /** An event as a consumer receives it from the outbox. */
 export interface OutboxEvent {
@@ -17,6 +17,11 @@ export interface OutboxEvent {
 interface ConsumerContext {
   /** The dispatcher's connections (a consumer's own writes run outside the dispatcher's transaction). */
   pool: Pool;
+  /**
+   * For a `transactional` consumer: the round's own connection, inside its transaction (and a savepoint per call).
+   * Writes made through it commit together with the outbox rows' removal, or not at all: exactly once.
+   */
+  tx?: PoolClient;
 }
 
 export interface RetryPolicy {
@@ -45,6 +50,12 @@ export interface EventConsumer {
    * when a worker registers it, so a changed list takes effect from that worker's start). Absent: every event.
    */
   readonly eventNames?: readonly string[];
+  /**
+   * Writes through `ctx.tx`, in the dispatcher's transaction: what a call wrote commits with the removal of the events
+   * it accepted, and a call that throws is rolled back to its savepoint. Such a consumer needs no receipts to be
+   * exactly once (analytics rollups). It must do all its work through `ctx.tx`, and quickly: it holds the round.
+   */
+  readonly transactional?: boolean;
   /** Overrides of the dispatcher's retry policy. */
   readonly retry?: Partial<RetryPolicy>;
   /** A call that takes longer counts as failed (default 60 s); the dispatcher holds the contacts' shards meanwhile. */

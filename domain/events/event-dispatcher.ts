@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool, type PoolClient } from 'pg';
 import { logger } from '../logger';
+import { outboxLag } from '../metrics';
 import type { EventConsumer, OutboxEvent, RetryPolicy } from './event-consumer';
 
 /** Contacts are spread over this many queues per consumer (the trigger in migration 20261123100000 says 64 too). */
@@ -29,6 +30,8 @@ export interface DispatcherOptions {
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 12, baseDelayMs: 1_000, maxDelayMs: 10 * 60_000 };
 const DEFAULT_CONSUMER_TIMEOUT_MS = 60_000;
 const IDLE_IN_ROUND_TIMEOUT_MS = 15 * 60_000;
+/** Bound on counting the outbox rows for /metrics. */
+const BACKLOG_TIMEOUT_MS = 2_000;
 
 // Locks up to $3 shards of consumer $4, in the (shuffled) order given, that have something due. The CASE keeps the
 // lock behind the check: a shard with nothing to do is never locked. LIMIT stops taking locks once enough are held.
@@ -108,6 +111,10 @@ interface Round {
   /** Locked shards that had nothing deliverable (every due row waits behind a retrying or parked event). */
   idle: number[];
 }
+
+class ConsumerTimeout extends Error {}
+/** A transactional consumer's call timed out: the round is rolled back whole and its events come again. */
+class RoundAborted extends Error {}
 
 /** The exponential backoff after the `attempt`-th failure (1-based), with up to 10% jitter. */
 export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
@@ -196,6 +203,26 @@ export class EventDispatcher {
     }
   }
 
+  /**
+   * This dispatcher's consumers' outbox rows: pending (due, or waiting for a retry) and parked. Bounded by a statement
+   * timeout, as /metrics reads it at every scrape and a large backlog makes the count slow.
+   */
+  async backlog(): Promise<{ consumer: string; pending: number; parked: number }[]> {
+    const client = await this.pool.connect();
+    try {
+      await client.query(`begin read only; set local statement_timeout = '${BACKLOG_TIMEOUT_MS}ms'`);
+      const { rows } = await client.query<{ consumer: string; pending: number; parked: number }>(
+        `select c.name as consumer, count(o.seq) filter (where o.parked_at is null)::int as pending, count(o.seq) filter (where o.parked_at is not null)::int as parked
+         from unnest($1::text[]) as c(name) left join event_outbox o on o.consumer = c.name group by c.name`,
+        [this.consumers.map((c) => c.name)],
+      );
+      return rows;
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      client.release();
+    }
+  }
+
   /** Stops waking up, waits for the round in progress, closes the connections. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -279,7 +306,9 @@ export class EventDispatcher {
           seq: r.seq,
           event: { id: r.eventId, projectId: r.projectId, contactId: r.contactId, name: r.name, data: r.data, source: r.source, emailId: r.emailId, createdAt: r.createdAt, attempts: r.attempts },
         }));
-      const outcome = deliveries.length ? await this.deliver(consumer, deliveries) : { accepted: [], failed: [] };
+      const now = Date.now();
+      for (const d of deliveries) outboxLag.observe({ consumer: consumer.name }, Math.max(0, now - d.event.createdAt.getTime()) / 1000);
+      const outcome = deliveries.length ? await this.deliver(consumer, deliveries, client) : { accepted: [], failed: [] };
       await this.record(client, policy, consumer, [...gone, ...outcome.accepted], outcome.failed);
       await client.query('commit');
       open = false;
@@ -303,16 +332,24 @@ export class EventDispatcher {
    * later events stay untouched (held back by it). After three contacts in a row failed and none succeeded, the
    * consumer is taken to be down and the remaining contacts' first events fail with the same error without a call.
    */
-  private async deliver(consumer: EventConsumer, batch: Delivery[]): Promise<Outcome> {
-    const ctx = { pool: this.pool };
+  private async deliver(consumer: EventConsumer, batch: Delivery[], client: PoolClient): Promise<Outcome> {
+    const ctx = consumer.transactional ? { pool: this.pool, tx: client } : { pool: this.pool };
     const timeoutMs = consumer.timeoutMs ?? DEFAULT_CONSUMER_TIMEOUT_MS;
     const call = async (part: Delivery[]) => {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${consumer.name} did not answer within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(() => reject(new ConsumerTimeout(`${consumer.name} did not answer within ${timeoutMs} ms`)), timeoutMs);
       });
+      if (consumer.transactional) await client.query('savepoint consumer_call');
       try {
         await Promise.race([consumer.handle(part.map((d) => d.event), ctx), timeout]);
+        if (consumer.transactional) await client.query('release savepoint consumer_call');
+      } catch (err) {
+        // A transactional consumer still running after its timeout could write into the round later: end the round
+        // (rolled back whole: its events come again) rather than go on beside it.
+        if (consumer.transactional && err instanceof ConsumerTimeout) throw new RoundAborted(err.message);
+        if (consumer.transactional) await client.query('rollback to savepoint consumer_call');
+        throw err;
       } finally {
         clearTimeout(timer);
       }
@@ -321,6 +358,7 @@ export class EventDispatcher {
       await call(batch);
       return { accepted: batch, failed: [] };
     } catch (err) {
+      if (err instanceof RoundAborted) throw err;
       const groups = new Map<string, Delivery[]>();
       for (const d of batch) {
         const g = groups.get(d.event.contactId);
@@ -340,6 +378,7 @@ export class EventDispatcher {
           outcome.accepted.push(...group);
           failedInARow = -Infinity; // something got through: the consumer is up
         } catch (groupErr) {
+          if (groupErr instanceof RoundAborted) throw groupErr;
           failedInARow++;
           if (group.length === 1) outcome.failed.push({ delivery: group[0]!, error: groupErr });
           else await this.oneByOne(call, group, outcome);
@@ -355,6 +394,7 @@ export class EventDispatcher {
         await call([d]);
         outcome.accepted.push(d);
       } catch (err) {
+        if (err instanceof RoundAborted) throw err;
         outcome.failed.push({ delivery: d, error: err });
         return;
       }

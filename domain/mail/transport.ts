@@ -1,5 +1,6 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool';
+import { smtpErrorReason, smtpSendDuration, smtpSendErrors } from '../metrics';
 
 /** A pooled SMTP transport for `SMTP_URL` (smtp:// or smtps://, credentials in the URL). */
 export function createSmtpTransport(smtpUrl: string, poolSize: number): Transporter<SMTPPool.SentMessageInfo> {
@@ -20,4 +21,19 @@ export function createSmtpTransport(smtpUrl: string, poolSize: number): Transpor
     ignoreTLS: url.searchParams.get('ignoreTLS') === 'true',
   };
   return nodemailer.createTransport(options);
+}
+
+/** `transport.sendMail`, measured: its duration by outcome and its failures by reason (README › Metrics and health). */
+export async function sendMeasured<T>(transport: Transporter<T>, mail: SendMailOptions): Promise<T> {
+  const end = smtpSendDuration.startTimer();
+  try {
+    const info = await transport.sendMail(mail);
+    end({ outcome: 'sent' });
+    return info;
+  } catch (err) {
+    const reason = smtpErrorReason(err);
+    end({ outcome: reason === '5xx' ? 'rejected' : 'error' });
+    smtpSendErrors.inc({ reason });
+    throw err;
+  }
 }

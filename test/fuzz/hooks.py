@@ -43,6 +43,10 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
     # describe file contents.
     ("POST /contacts/import", 422, "VALIDATION_ERROR", frozenset({"invalid_csv", "invalid_mapping", "invalid_json"})):
         "the file's contents and the mapping against its header are checked, as the description says",
+    # The uploaded image must be a PNG, JPEG, GIF or WebP by its bytes (operation description): the same limit of
+    # `format: binary`.
+    ("POST /uploads/image", 422, "VALIDATION_ERROR", frozenset({"unsupported_image_type", "svg_not_allowed", "empty_file", "invalid_image"})):
+        "the file's bytes must be an image of an accepted type, as the description says",
     # Members are managed on STATIC segments only (operation description); the id the fuzzer drew may be a DYNAMIC
     # segment, which is server state.
     ("POST /segments/{id}/members", 422, "VALIDATION_ERROR", frozenset({"dynamic_segment"})):
@@ -83,6 +87,12 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
         "the steps must be this workflow's, and the branch fits the source step's type (server state)",
     ("POST /workflows/{id}/executions", 422, "VALIDATION_ERROR", frozenset({*GRAPH_PROBLEMS, "not_found"})):
         "the contact must be the project's, and the graph must be able to run (server state)",
+    # Analytics: `from` after `to` is a relation between two parameters; the zone must be one Postgres knows (its zone
+    # database, server state); hour ranges are capped by length (README: Analytics).
+    ("GET /analytics/timeseries", 422, "VALIDATION_ERROR", frozenset({"invalid_range", "range_too_large", "invalid_timezone"})):
+        "from after to, a range over the bucket cap, or a zone name Postgres does not know",
+    ("GET /analytics/top-events", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
+        "from after to",
     # A sender address must be on a VERIFIED domain of the project (SPEC; field code `unverified_domain`): server
     # state, not shape.
     ("POST /v1/send", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):

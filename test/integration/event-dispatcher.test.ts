@@ -316,4 +316,32 @@ describe('event outbox dispatcher', () => {
     expect(handledBy[0]! + handledBy[1]!).toBeGreaterThanOrEqual(300);
     expect(await outboxRows(name)).toEqual([]);
   }, 60_000);
+
+  test('a transactional consumer writes in the round: a failed call leaves nothing, an accepted one commits once', async () => {
+    const name = consumerName('tx');
+    const table = `tx_test_${randomUUID().slice(0, 8)}`;
+    await db().query(`create table ${table} (event_id uuid primary key)`);
+    let failOnce = true;
+    const consumer: EventConsumer = {
+      name,
+      transactional: true,
+      async handle(events, { tx }) {
+        // Writes first, then fails once: the savepoint must undo the writes of the failed call.
+        await tx!.query(`insert into ${table} (event_id) select unnest($1::uuid[])`, [events.map((e) => e.id)]);
+        if (failOnce) {
+          failOnce = false;
+          throw new Error('first call fails after writing');
+        }
+      },
+    };
+    const d = await dispatcherFor(consumer);
+    const ids = await record(await contacts(3), 'tx.test');
+    await drainAll([d], name);
+    // A unique violation would have shown a double write; a missing id a lost one.
+    const { rows } = await db().query<{ event_id: string }>(`select event_id from ${table} order by event_id`);
+    expect(rows.map((r) => r.event_id)).toEqual([...ids].sort());
+    expect(await outboxRows(name)).toEqual([]);
+    await db().query(`drop table ${table}`);
+  });
 });
+

@@ -103,6 +103,7 @@ interface World {
   domainId: string;
   importJobId: string;
   bulkJobId: string;
+  uploadId: string;
   fieldName: string;
   eventName: string;
   /** Strings only B may ever be shown. */
@@ -135,6 +136,7 @@ const PARAMS: Record<string, ParamKind> = {
   'projects/{id}': { kind: 'owned', value: (w) => w.b.projectId },
   'import/{jobId}': { kind: 'owned', value: (w) => w.importJobId },
   'bulk/{jobId}': { kind: 'owned', value: (w) => w.bulkJobId },
+  'uploads/{id}': { kind: 'owned', value: (w) => w.uploadId },
   'fields/{field}': { kind: 'name', value: (w) => w.fieldName },
   'events/{eventName}': { kind: 'name', value: (w) => w.eventName },
   'o/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
@@ -142,6 +144,7 @@ const PARAMS: Record<string, ParamKind> = {
   'unsubscribe/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
   'subscribe/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
   'manage/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
+  'files/{file}': { kind: 'exempt', reason: "an uploaded image's public name (its SHA-256): for mail clients, the same for every project; the route takes no key and no session" },
 };
 
 /**
@@ -432,6 +435,11 @@ async function buildWorld(): Promise<World> {
   await waitForJob(`/contacts/import/${importJobId}`, b.secretKey);
   const bulk = await ok(api('POST', '/contacts/bulk-subscribe', { key: b.secretKey, body: { contactIds: [contactId] } }), 202, 'bulk');
   await waitForJob(`/contacts/bulk/${bulk.jobId}`, b.secretKey);
+  const image = new FormData();
+  image.set('file', new Blob([Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64')], { type: 'image/gif' }), 'b.gif');
+  const uploaded = await fetch(`${stackEnv().apiUrl}/uploads/image`, { method: 'POST', headers: { authorization: `Bearer ${b.secretKey}` }, body: image });
+  if (uploaded.status !== 201) throw new Error(`upload: ${uploaded.status} ${await uploaded.text()}`);
+  const uploadId: string = ((await uploaded.json()) as { id: string }).id;
   await settle(b.projectId);
   return {
     a,
@@ -450,9 +458,10 @@ async function buildWorld(): Promise<World> {
     domainId: created.id,
     importJobId,
     bulkJobId: bulk.jobId,
+    uploadId,
     fieldName,
     eventName,
-    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId],
+    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId],
   };
 }
 

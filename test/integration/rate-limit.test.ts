@@ -1,11 +1,10 @@
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { startTsProcess, waitForHttp } from '../../scripts/services/stack';
-import { freePort, type ManagedProcess } from '../../scripts/services/process';
+import type { ManagedProcess } from '../../scripts/services/process';
 import { PgRateLimitStore } from '../../domain/rate-limit/rate-limit.store';
 import { RATE_LIMIT_SYNC_INTERVAL_MS } from '../../domain/rate-limit/rate-limiter';
 import { localAllowance, windowIndex } from '../../domain/rate-limit/window';
 import { stackEnv } from '../stack-env';
+import { startExtraApi } from '../helpers/extra-api';
 import { api, type ApiResponse } from '../helpers/api';
 import { closeDb, db } from '../helpers/db';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
@@ -23,24 +22,9 @@ let urlA: string;
 let urlB: string;
 
 async function startLimitedApi(name: string): Promise<string> {
-  const stack = stackEnv();
-  const port = await freePort();
-  const env = {
-    NODE_ENV: 'test',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-    DATABASE_URL: stack.databaseUrl,
-    TEMPORAL_ADDRESS: stack.temporalAddress,
-    TEMPORAL_TASK_QUEUE: 'mailwright',
-    DNS_SERVERS: stack.dnsServer,
-    PORT: String(port),
-    PUBLIC_URL: `http://127.0.0.1:${port}`,
-    RATE_LIMIT_PER_MINUTE: String(LIMIT),
-    RATE_LIMIT_WINDOW: `${WINDOW_MS / 1000}s`,
-  };
-  children.push(startTsProcess(name, 'api/server.ts', env, { logFile: path.join(stack.dataDir, `${name}.log`) }));
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(url, 90_000);
-  return url;
+  const api = await startExtraApi(name, { RATE_LIMIT_PER_MINUTE: String(LIMIT), RATE_LIMIT_WINDOW: `${WINDOW_MS / 1000}s` });
+  children.push(api.process);
+  return api.url;
 }
 
 /** Waits for the next window when fewer than `ms` are left of the current one, so a sequence stays in one window. */

@@ -4,6 +4,7 @@ import { ApplicationFailure, CancelledFailure, WorkflowFailedError, type Workflo
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { workflowTestEnv } from '../helpers/workflow-env';
+import { TEMPORAL_TEST_SERVER_HELP } from '../../scripts/services/temporal-test-server';
 import { automationEventSignal, workflowIds, type AutomationSignalEvent } from '../../temporal/definitions';
 import type { automationRun, AutomationRunResult } from '../../temporal/workflows/automation-run.workflow';
 import type { automationCancelAll } from '../../temporal/workflows/automation-cancel-all.workflow';
@@ -16,14 +17,17 @@ import type { ProgressInput, ProgressResult, SendStepInput, StepOutcome, Webhook
  * its exit, every step's end and the run's next state are recorded through automationProgress, a contact deleted under
  * the run ends it CANCELLED, a cancellation is recorded before the run ends, and cancel-all pages to the end.
  *
- * Time skipping: with TEMPORAL_TEST_SERVER_PATH set to a Temporal test server (the executable takes the port as its
- * argument, as the SDK's time-skipping server does), the file runs on it, timers fire as soon as nothing else is
- * under way (a 30-day DELAY takes no time) and the tests that need it run too. Without one it runs on the dev server
- * of the other workflow tests, with waits of a few seconds, and those tests are skipped.
+ * Time skipping: the workflow tier's global setup (test/workflow-global-setup.ts) sets TEMPORAL_TEST_SERVER_PATH to a
+ * time-skipping Temporal test server (the Java one, fetched once with Maven, or the one the variable already named;
+ * the executable takes the port as its argument, as the SDK's time-skipping server does). The file then runs on it,
+ * timers fire as soon as nothing else is under way (a 30-day DELAY takes no time) and the tests that need it run too.
+ * Without one (no java or mvn) it runs on the dev server of the other workflow tests, with waits of a few seconds, and
+ * those tests are skipped, their titles saying how to enable them.
  */
 const TEST_SERVER = process.env.TEMPORAL_TEST_SERVER_PATH;
 const timeSkipping = Boolean(TEST_SERVER && fs.existsSync(TEST_SERVER));
-const skippingTest = timeSkipping ? test : test.skip;
+const skippingTest = (title: string, fn: () => Promise<void>) =>
+  timeSkipping ? test(title, fn) : test.skip(`${title} (skipped without a time-skipping test server: ${TEMPORAL_TEST_SERVER_HELP})`, fn);
 
 const SECOND = 1_000;
 const HOUR = 3_600_000;

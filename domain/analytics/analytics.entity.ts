@@ -1,0 +1,33 @@
+import { defineEntity, p } from '@mikro-orm/core';
+import { Project } from '../projects/project.entity';
+
+/*
+ * Analytics rollups (migration 20261125120000): counts per project and hour, kept incrementally so that analytics
+ * answer from a few hundred rows at any size instead of scanning emails and events. The `analytics` outbox consumer
+ * writes them in the dispatcher's transaction (exactly once); campaign sends add their `sent` in the statement that
+ * records the sends (campaign messages emit no `email.sent` events).
+ */
+
+/** Email metrics per hour: sent, delivered, opened, clicked, bounced, complained, unsubscribed, failed. */
+export const AnalyticsHourly = defineEntity({
+  name: 'AnalyticsHourly',
+  tableName: 'analytics_hourly',
+  properties: {
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action').primary(),
+    metric: p.string().length(40).primary(),
+    hour: p.datetime().primary(),
+    count: p.bigint('number').default(0),
+  },
+});
+
+/** Tracked events per name and hour (top events, event stats). */
+export const EventNameHourly = defineEntity({
+  name: 'EventNameHourly',
+  tableName: 'event_name_hourly',
+  properties: {
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action').primary(),
+    name: p.string().length(200).primary(),
+    hour: p.datetime().primary(),
+    count: p.bigint('number').default(0),
+  },
+});
