@@ -5,6 +5,8 @@ import { errorResponses } from '../common.schema';
 import { Instant } from '../campaigns/schema';
 import { timeseries, topEvents } from '../../domain/analytics/timeseries';
 import { Limit } from '../contacts/schema';
+import { CampaignStatsSchema, presentCampaignStats } from '../presenters/campaign-stats.presenter';
+import { CAMPAIGN_RANKINGS, campaignBreakdown, topCampaigns, type CampaignBreakdown, type CampaignRanking } from '../../domain/analytics/campaign-analytics';
 import { ANALYTICS_METRICS } from '../../domain/analytics/analytics-consumer';
 
 const TAGS = ['Analytics'];
@@ -92,5 +94,48 @@ export function analyticsRoutes(routes: Routes, _deps: ApiDeps): void {
       ...errorResponses(401, 422),
     },
     handler: async ({ ctx, query, principal }) => ({ body: await topEvents(ctx.state.em, principal.projectId, query) }),
+  });
+
+  const Breakdown = CampaignStatsSchema.extend({
+    name: z.string(),
+    status: z.string(),
+    startedAt: z.iso.datetime().nullable(),
+  }).meta({ id: 'CampaignBreakdown' });
+  const present = (c: CampaignBreakdown) => ({ ...presentCampaignStats(c), name: c.name, status: c.status, startedAt: c.startedAt?.toISOString() ?? null });
+  const Range = {
+    from: Instant('from').optional().meta({ description: 'Campaigns that started sending at or after this (default: 90 days before `to`).' }),
+    to: Instant('to').optional().meta({ description: 'Campaigns that started sending before this (default: now).' }),
+  };
+
+  routes.add({
+    method: 'get',
+    path: '/analytics/top-campaigns',
+    summary: 'Campaigns ranked by a counter or a rate',
+    description:
+      "From each campaign's counters (never a scan of emails). `by` is a counter (sent, delivered, openedUnique, clickedUnique, bounced, complained, " +
+      'unsubscribed) or a rate (deliveryRate, openRate, clickRate, clickToOpenRate, bounceRate, complaintRate, unsubscribeRate; per message sent); ' +
+      '`minSent` leaves out campaigns with fewer messages sent (default 1).',
+    tags: TAGS,
+    auth: 'secret',
+    query: z.object({
+      ...Range,
+      by: z.enum(Object.keys(CAMPAIGN_RANKINGS) as [CampaignRanking, ...CampaignRanking[]], { error: `by is one of ${Object.keys(CAMPAIGN_RANKINGS).join(', ')}` }).default('openRate'),
+      limit: Limit.meta({ description: 'How many campaigns (1-100, default 20).' }),
+      minSent: z.coerce.number().int().min(0).max(1_000_000_000).default(1),
+    }),
+    responses: { 200: { description: 'Campaigns, highest first', schema: z.object({ data: z.array(Breakdown) }).meta({ id: 'TopCampaigns' }) }, ...errorResponses(401, 422) },
+    handler: async ({ ctx, query, principal }) => ({ body: { data: (await topCampaigns(ctx.state.em, principal.projectId, query)).map(present) } }),
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/analytics/campaign-stats',
+    summary: 'Per-campaign breakdown: counters and rates of the campaigns that started sending in a range',
+    description: 'Newest first; the same figures as GET /campaigns/:id/stats, with the name, status and start.',
+    tags: TAGS,
+    auth: 'secret',
+    query: z.object({ ...Range, limit: Limit.meta({ description: 'How many campaigns (1-100, default 20).' }) }),
+    responses: { 200: { description: 'Campaigns', schema: z.object({ data: z.array(Breakdown) }).meta({ id: 'CampaignBreakdownList' }) }, ...errorResponses(401, 422) },
+    handler: async ({ ctx, query, principal }) => ({ body: { data: (await campaignBreakdown(ctx.state.em, principal.projectId, query)).map(present) } }),
   });
 }

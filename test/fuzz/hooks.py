@@ -93,6 +93,10 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
         "from after to, a range over the bucket cap, or a zone name Postgres does not know",
     ("GET /analytics/top-events", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
         "from after to",
+    ("GET /analytics/top-campaigns", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
+        "from after to",
+    ("GET /analytics/campaign-stats", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
+        "from after to",
     # A sender address must be on a VERIFIED domain of the project (SPEC; field code `unverified_domain`): server
     # state, not shape.
     ("POST /v1/send", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):

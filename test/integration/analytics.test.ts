@@ -142,3 +142,50 @@ describe('time zones and ranges', () => {
     }
   });
 });
+
+describe('campaign analytics', () => {
+  let p: TestProject;
+  const ids: Record<string, string> = {};
+  beforeAll(async () => {
+    p = await createTestProject('analytics-campaigns');
+    const seed = async (key: string, startedDaysAgo: number | null, stats: { sent: number; opened: number; clicked: number } | null) => {
+      const id = randomUUID();
+      ids[key] = id;
+      await db().query(
+        `insert into campaigns (id, project_id, name, from_email, audience_type, status, started_at)
+         values ($1, $2, $3, 'news@example.test', 'ALL', $4, case when $5::int is null then null else now() - make_interval(days => $5::int) end)`,
+        [id, p.projectId, `Campaign ${key}`, stats ? 'SENT' : 'DRAFT', startedDaysAgo],
+      );
+      if (stats) {
+        await db().query(
+          'insert into campaign_stats (campaign_id, audience, sent, opened_unique, opened_total, clicked_unique, clicked_total) values ($1, $2, $2, $3, $3, $4, $4)',
+          [id, stats.sent, stats.opened, stats.clicked],
+        );
+      }
+    };
+    await seed('a', 2, { sent: 100, opened: 50, clicked: 10 });
+    await seed('b', 1, { sent: 10, opened: 8, clicked: 1 });
+    await seed('old', 200, { sent: 1000, opened: 900, clicked: 500 });
+    await seed('draft', null, null);
+  });
+
+  test('top-campaigns ranks by a rate or a counter within the range; minSent leaves out small sends', async () => {
+    const byOpen = expectStatus(await call('/analytics/top-campaigns?by=openRate', p), 200);
+    expect(byOpen.data.map((c: any) => [c.campaignId, c.openRate])).toEqual([[ids.b, 0.8], [ids.a, 0.5]]);
+    expect(byOpen.data[1]).toMatchObject({ name: 'Campaign a', status: 'SENT', sent: 100, openedUnique: 50, clickRate: 0.1, clickToOpenRate: 0.2 });
+    expect(expectStatus(await call('/analytics/top-campaigns?by=openRate&minSent=50', p), 200).data.map((c: any) => c.campaignId)).toEqual([ids.a]);
+    expect(expectStatus(await call('/analytics/top-campaigns?by=sent&limit=1', p), 200).data.map((c: any) => c.campaignId)).toEqual([ids.a]);
+    const all = expectStatus(await call(`/analytics/top-campaigns?by=clickedUnique&from=${new Date(Date.now() - 365 * 86_400_000).toISOString()}`, p), 200);
+    expect(all.data.map((c: any) => c.campaignId)).toEqual([ids.old, ids.a, ids.b]);
+    expect((await call('/analytics/top-campaigns?by=revenue', p)).status).toBe(422);
+    expect(expectStatus(await call('/analytics/top-campaigns', other), 200).data).toEqual([]);
+  });
+
+  test('campaign-stats lists the campaigns that started in the range, newest first, with counters and rates', async () => {
+    const list = expectStatus(await call('/analytics/campaign-stats', p), 200);
+    expect(list.data.map((c: any) => c.campaignId)).toEqual([ids.b, ids.a]);
+    expect(list.data[0]).toMatchObject({ name: 'Campaign b', sent: 10, openRate: 0.8, clickRate: 0.1, startedAt: expect.any(String) });
+    expect(expectStatus(await call('/analytics/campaign-stats', other), 200).data).toEqual([]);
+  });
+});
+

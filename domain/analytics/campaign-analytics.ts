@@ -1,0 +1,75 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { validationError } from '../errors';
+import { campaignRates, type CampaignCounters, type CampaignStatsView } from '../campaigns/campaign-stats';
+
+/** What top-campaigns can rank by: a counter, or a rate (computed as campaignRates does, per message sent). */
+export const CAMPAIGN_RANKINGS = {
+  sent: 's.sent',
+  delivered: 's.delivered',
+  openedUnique: 's.opened_unique',
+  clickedUnique: 's.clicked_unique',
+  bounced: 's.bounced',
+  complained: 's.complained',
+  unsubscribed: 's.unsubscribed',
+  deliveryRate: 's.delivered::numeric / nullif(s.sent, 0)',
+  openRate: 's.opened_unique::numeric / nullif(s.sent, 0)',
+  clickRate: 's.clicked_unique::numeric / nullif(s.sent, 0)',
+  clickToOpenRate: 's.clicked_unique::numeric / nullif(s.opened_unique, 0)',
+  bounceRate: 's.bounced::numeric / nullif(s.sent, 0)',
+  complaintRate: 's.complained::numeric / nullif(s.sent, 0)',
+  unsubscribeRate: 's.unsubscribed::numeric / nullif(s.sent, 0)',
+} as const;
+export type CampaignRanking = keyof typeof CAMPAIGN_RANKINGS;
+
+export type CampaignBreakdown = CampaignStatsView & { name: string; status: string; startedAt: Date | null };
+
+type Row = CampaignCounters & { campaignId: string; name: string; status: string; startedAt: Date | string | null; updatedAt: Date | string | null };
+
+const COLUMNS = `c.id as "campaignId", c.name, c.status, c.started_at as "startedAt",
+  s.audience, s.sent, s.delivered, s.opened_unique as "openedUnique", s.opened_total as "openedTotal", s.clicked_unique as "clickedUnique",
+  s.clicked_total as "clickedTotal", s.bounced, s.complained, s.unsubscribed, s.failed, s.skipped, s.updated_at as "updatedAt"`;
+
+const view = (r: Row): CampaignBreakdown => ({
+  ...r,
+  ...campaignRates(r),
+  startedAt: r.startedAt === null ? null : new Date(r.startedAt),
+  updatedAt: r.updatedAt === null ? null : new Date(r.updatedAt),
+});
+
+function range(q: { from?: Date; to?: Date }): { from: Date; to: Date } {
+  const to = q.to ?? new Date();
+  const from = q.from ?? new Date(to.getTime() - 90 * 86_400_000);
+  if (from.getTime() > to.getTime()) throw validationError([{ field: 'query.from', message: 'from must not be after to', code: 'invalid_range' }]);
+  return { from, to };
+}
+
+/**
+ * Campaigns that started sending in [from, to) ranked by a counter or a rate, highest first, from their counters
+ * (`campaign_stats`, one row per campaign): never a scan of emails. Rates need `minSent` messages sent (default 1),
+ * so a campaign of three recipients does not top the open rate.
+ */
+export async function topCampaigns(
+  em: EntityManager,
+  projectId: string,
+  q: { by: CampaignRanking; limit: number; minSent: number; from?: Date; to?: Date },
+): Promise<CampaignBreakdown[]> {
+  const { from, to } = range(q);
+  const rows = await em.execute<Row[]>(
+    `select ${COLUMNS} from campaigns c join campaign_stats s on s.campaign_id = c.id
+     where c.project_id = ? and c.started_at >= ? and c.started_at < ? and s.sent >= ?
+     order by ${CAMPAIGN_RANKINGS[q.by]} desc nulls last, c.id desc limit ?`,
+    [projectId, from, to, q.minSent, q.limit],
+  );
+  return rows.map(view);
+}
+
+/** Every campaign that started sending in [from, to), newest first, with its counters and rates. */
+export async function campaignBreakdown(em: EntityManager, projectId: string, q: { limit: number; from?: Date; to?: Date }): Promise<CampaignBreakdown[]> {
+  const { from, to } = range(q);
+  const rows = await em.execute<Row[]>(
+    `select ${COLUMNS} from campaigns c join campaign_stats s on s.campaign_id = c.id
+     where c.project_id = ? and c.started_at >= ? and c.started_at < ? order by c.started_at desc, c.id desc limit ?`,
+    [projectId, from, to, q.limit],
+  );
+  return rows.map(view);
+}
