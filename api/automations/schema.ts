@@ -28,7 +28,12 @@ const WorkflowFields = {
   description: Description.nullable().optional(),
   triggerType: z.literal('EVENT', { error: 'triggerType is EVENT (the only trigger type)' }).optional(),
   triggerEvent: AnyEventName.nullable().optional().meta({ description: 'The event that starts a run for its contact: a tracked event or a service event (`contact.subscribed`, `email.open`, `segment.<slug>.entry`, ...).' }),
-  triggerFilter: TriggerFilter.nullable().optional().meta({ description: 'Only events whose data match start a run (null: every event of the name).' }),
+  // A union rather than .nullable(): the component's own JSON Schema (type: object) would hide the null, and a wrapped
+  // copy would inline the component instead of referring to it.
+  triggerFilter: z
+    .union([TriggerFilter, z.null()])
+    .optional()
+    .meta({ description: 'Only events whose data match start a run (null: every event of the name).' }),
   allowReentry: z.boolean().optional().meta({ description: 'Whether a contact may enter again once its previous run ended (never while one is active). Default false: once per contact.' }),
 };
 
