@@ -1,16 +1,8 @@
 import type { EventConsumer } from '../events/event-consumer';
+import { engagementOutcome } from '../events/engagement';
 
-/** The email metric each service event counts toward (`analytics_hourly.metric`). */
-const METRIC_OF: Readonly<Record<string, string>> = {
-  'email.sent': 'sent',
-  'email.delivered': 'delivered',
-  'email.open': 'opened',
-  'email.click': 'clicked',
-  'email.bounced': 'bounced',
-  'email.complained': 'complained',
-  'contact.unsubscribed': 'unsubscribed',
-  'email.failed': 'failed',
-};
+/** Service events that count toward a metric besides the engagement outcomes (domain/events/engagement.ts). */
+const DELIVERY_METRIC_OF: Readonly<Record<string, string>> = { 'email.sent': 'sent', 'email.failed': 'failed' };
 
 /** The metrics analytics report, in a stable order. */
 export const ANALYTICS_METRICS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'failed'] as const;
@@ -43,8 +35,8 @@ export const analyticsConsumer: EventConsumer = {
     const metrics = new Map<string, number>();
     const names = new Map<string, number>();
     for (const e of events) {
-      const metric = METRIC_OF[e.name];
-      if (metric && !(metric === 'bounced' && e.data.transient === true)) bump(metrics, [e.projectId, metric, hourOf(e.createdAt)]);
+      const metric = DELIVERY_METRIC_OF[e.name] ?? engagementOutcome(e);
+      if (metric) bump(metrics, [e.projectId, metric, hourOf(e.createdAt)]);
       if (e.source === 'TRACKED') bump(names, [e.projectId, e.name, hourOf(e.createdAt)]);
     }
     const upsert = async (table: 'analytics_hourly' | 'event_name_hourly', column: 'metric' | 'name', counts: Map<string, number>) => {

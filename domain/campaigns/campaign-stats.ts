@@ -5,6 +5,7 @@ import { notFound } from '../errors';
 import { logger } from '../logger';
 import { preparedQuery } from '../prepared';
 import type { CampaignEmailMarkKind } from './campaign-stats.entity';
+import { ENGAGEMENT_EVENT_NAMES, engagementOutcome } from '../events/engagement';
 
 /**
  * A campaign's engagement counters, kept from events (`campaign_stats`, one row per campaign). The send activity
@@ -27,16 +28,6 @@ import type { CampaignEmailMarkKind } from './campaign-stats.entity';
  * only when their event's receipt (`campaign_event_receipts`) is new. Marks, receipts and counters are written by one
  * statement per batch, so a batch counts wholly or not at all, and a redelivered batch finds its marks and receipts.
  */
-
-/** Events of these names can move a counter; the value is the mark (per-email outcome) they set. */
-const MARK_OF: Readonly<Record<string, CampaignEmailMarkKind>> = {
-  'email.delivered': 'delivered',
-  'email.open': 'opened',
-  'email.click': 'clicked',
-  'email.bounced': 'bounced',
-  'email.complained': 'complained',
-  'contact.unsubscribed': 'unsubscribed',
-};
 
 export const CAMPAIGN_STATS_CONSUMER = 'campaign-stats';
 
@@ -106,9 +97,9 @@ function countable(events: readonly OutboxEvent[]): { ids: string[]; emailIds: s
   const seen = new Set<string>();
   const out = { ids: [] as string[], emailIds: [] as string[], marks: [] as string[] };
   for (const e of events) {
-    const mark = MARK_OF[e.name];
+    // The outcome names are the marks' (one per-email mark per outcome).
+    const mark: CampaignEmailMarkKind | undefined = engagementOutcome(e);
     if (!mark || !e.emailId || seen.has(e.id)) continue;
-    if (mark === 'bounced' && e.data.transient === true) continue;
     seen.add(e.id);
     out.ids.push(e.id);
     out.emailIds.push(e.emailId);
@@ -170,7 +161,7 @@ function maybePrune(pool: Pool): void {
 /** The outbox consumer that keeps campaigns' engagement counters (register it in domain/registry.ts). */
 export const campaignStatsConsumer: EventConsumer = {
   name: CAMPAIGN_STATS_CONSUMER,
-  eventNames: Object.keys(MARK_OF),
+  eventNames: ENGAGEMENT_EVENT_NAMES,
   async handle(events, { pool }) {
     const { ids, emailIds, marks } = countable(events);
     if (ids.length > 0) await pool.query({ name: 'campaign_stats_count', text: COUNT_SQL, values: [ids, emailIds, marks] });
