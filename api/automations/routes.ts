@@ -5,7 +5,7 @@ import { errorResponses } from '../common.schema';
 import { cursorListSchema } from '../presenters/contact.presenter';
 import { FieldSchema } from '../contacts/schema';
 import { zodFieldErrors } from '../validation';
-import { notFound, validationError } from '../../domain/errors';
+import { validationError } from '../../domain/errors';
 import { listFields } from '../../domain/contacts/contact-fields';
 import { eventNames } from '../../domain/events/event.service';
 import {
@@ -41,7 +41,6 @@ import {
 import {
   addStep,
   addTransition,
-  automationRow,
   createAutomation,
   deleteAutomation,
   deleteStep,
@@ -182,24 +181,18 @@ export function automationRoutes(routes: Routes, deps: ApiDeps): void {
     body: UpdateStepBody,
     responses: { 200: { description: 'The step', schema: WorkflowStepSchema }, ...errorResponses(401, 404, 413, 422) },
     handler: async ({ ctx, params, body, principal }) => {
-      let config: Record<string, unknown> | undefined;
-      if (body.config !== undefined) {
-        const [step] = await ctx.state.em.execute<{ type: StepType }[]>(
-          'select s.type from automation_steps s join automations a on a.id = s.automation_id where s.id = ? and a.id = ? and a.project_id = ?',
-          [params.stepId, params.id, principal.projectId],
-        );
-        if (!step) {
-          await automationRow(ctx.state.em, principal.projectId, params.id);
-          throw notFound('Step');
-        }
-        const parsed = (STEP_CONFIGS[step.type] as z.ZodType<Record<string, unknown>>).safeParse(body.config);
-        if (!parsed.success) {
-          const details = zodFieldErrors(parsed.error).map((e) => `${e.field === '(body)' ? 'config' : `config.${e.field}`}: ${e.message}`);
-          throw validationError([{ field: 'config', message: `Not a ${step.type} step's config (${details.join('; ')})`, code: 'wrong_step_type' }]);
-        }
-        config = parsed.data;
-      }
-      return { body: presentStep(await updateStep(ctx.state.em, principal.projectId, params.id, params.stepId, { name: body.name, config })) };
+      const { config } = body;
+      // Validated as the stored step's type, which the service reads under the workflow's lock.
+      const parseConfig =
+        config === undefined
+          ? undefined
+          : (type: StepType) => {
+              const parsed = (STEP_CONFIGS[type] as z.ZodType<Record<string, unknown>>).safeParse(config);
+              if (parsed.success) return parsed.data;
+              const details = zodFieldErrors(parsed.error).map((e) => `${e.field === '(body)' ? 'config' : `config.${e.field}`}: ${e.message}`);
+              throw validationError([{ field: 'config', message: `Not a ${type} step's config (${details.join('; ')})`, code: 'wrong_step_type' }]);
+            };
+      return { body: presentStep(await updateStep(ctx.state.em, principal.projectId, params.id, params.stepId, { name: body.name, config: parseConfig })) };
     },
   });
 

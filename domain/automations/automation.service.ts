@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { pgTextArray } from '../filters';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { AppError, conflict, notFound, validationError, type FieldError } from '../errors';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
@@ -260,7 +261,7 @@ export async function deleteAutomation(em: EntityManager, projectId: string, id:
     const a = await automationRow(tx, projectId, id, true);
     const [active] = await tx.execute<{ n: number }[]>('select count(*)::int as n from automation_executions where automation_id = ? and status = any(?::text[])', [
       a.id,
-      `{${ACTIVE_EXECUTION_STATUSES.join(',')}}`,
+      pgTextArray(ACTIVE_EXECUTION_STATUSES),
     ]);
     if (active!.n > 0) {
       throw conflict('WORKFLOW_ACTIVE', `The workflow has ${active!.n} active execution${active!.n === 1 ? '' : 's'}`, 'Cancel them (POST /workflows/:id/executions/cancel-all) or wait until they finish, then delete.');
@@ -297,14 +298,24 @@ async function stepRow(em: EntityManager, automationId: string, stepId: string):
   return step;
 }
 
-/** PATCH a step: `name` and `config` (the config is replaced whole and validated as its type's). */
-export async function updateStep(em: EntityManager, projectId: string, automationId: string, stepId: string, input: { name?: string | null; config?: Record<string, unknown> }): Promise<StepRow> {
+/**
+ * PATCH a step: `name` and `config`. The config replaces the stored one whole; `config` gets the step's type (read
+ * under the workflow's lock) and answers the config to store, validated as that type's (it throws the 422).
+ */
+export async function updateStep(
+  em: EntityManager,
+  projectId: string,
+  automationId: string,
+  stepId: string,
+  input: { name?: string | null; config?: (type: StepType) => Record<string, unknown> },
+): Promise<StepRow> {
   return editGraph(em, projectId, automationId, async (tx, a) => {
-    await stepRow(tx, a.id, stepId);
+    const current = await stepRow(tx, a.id, stepId); // 404 for a step not in this workflow, config or not
+    const config = input.config?.(current.type);
     const [step] = await tx.execute<StepRow[]>(
       `update automation_steps set name = case when ?::boolean then ? else name end, config = coalesce(?::jsonb, config), updated_at = now()
        where id = ? returning ${STEP_SELECT}`,
-      [input.name !== undefined, input.name ?? null, input.config ? JSON.stringify(input.config) : null, stepId],
+      [input.name !== undefined, input.name ?? null, config ? JSON.stringify(config) : null, stepId],
     );
     return step!;
   });

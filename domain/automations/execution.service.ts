@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { pgTextArray } from '../filters';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { conflict, notFound, validationError } from '../errors';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
@@ -32,7 +33,7 @@ export interface AutomationRunStart {
   context: Record<string, unknown> | null;
 }
 
-const ACTIVE = `{${ACTIVE_EXECUTION_STATUSES.join(',')}}`;
+const ACTIVE = pgTextArray(ACTIVE_EXECUTION_STATUSES);
 
 interface ExecutionStepRow {
   seq: number;
