@@ -16,6 +16,7 @@ import { templateRoutes } from './templates/routes';
 import { campaignRoutes } from './campaigns/routes';
 import { automationRoutes } from './automations/routes';
 import { analyticsRoutes } from './analytics/routes';
+import { activityRoutes } from './activity/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
@@ -29,7 +30,7 @@ import { uploadRoutes } from './uploads/routes';
  */
 export function buildRoutes(deps: ApiDeps): Routes {
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, analyticsRoutes, uploadRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, activityRoutes, analyticsRoutes, uploadRoutes, docsRoutes]) register(routes, deps);
   publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
   webhookRoutes(routes, deps); // unauthenticated: infrastructure callbacks, verified by their signatures
   return routes;

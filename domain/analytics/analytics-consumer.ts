@@ -34,22 +34,43 @@ export const analyticsConsumer: EventConsumer = {
     if (!tx) throw new Error('the analytics consumer runs in the dispatcher transaction');
     const metrics = new Map<string, number>();
     const names = new Map<string, number>();
+    const lastEvent = new Map<string, { projectId: string; at: Date }>();
     for (const e of events) {
       const metric = DELIVERY_METRIC_OF[e.name] ?? engagementOutcome(e);
       if (metric) bump(metrics, [e.projectId, metric, hourOf(e.createdAt)]);
-      if (e.source === 'TRACKED') bump(names, [e.projectId, e.name, hourOf(e.createdAt)]);
+      bump(names, [e.projectId, e.name, hourOf(e.createdAt), e.source === 'SYSTEM' ? 't' : 'f']);
+      const seen = lastEvent.get(e.contactId);
+      if (!seen || seen.at < e.createdAt) lastEvent.set(e.contactId, { projectId: e.projectId, at: e.createdAt });
     }
-    const upsert = async (table: 'analytics_hourly' | 'event_name_hourly', column: 'metric' | 'name', counts: Map<string, number>) => {
-      if (counts.size === 0) return;
-      const rows = [...counts].map(([key, n]) => [...key.split('\u0000'), n] as [string, string, string, number]);
+    const rowsOf = (counts: Map<string, number>) => [...counts].map(([key, n]) => [...key.split('\u0000'), n] as (string | number)[]);
+    const column = <T>(rows: (string | number)[][], i: number) => rows.map((r) => r[i] as T);
+    if (metrics.size) {
+      const rows = rowsOf(metrics);
       await tx.query(
-        `insert into ${table} (project_id, ${column}, hour, count)
+        `insert into analytics_hourly (project_id, metric, hour, count)
          select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::bigint[])
-         on conflict (project_id, ${column}, hour) do update set count = ${table}.count + excluded.count`,
-        [rows.map((r) => r[0]), rows.map((r) => r[1]), rows.map((r) => r[2]), rows.map((r) => r[3])],
+         on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count`,
+        [0, 1, 2, 3].map((i) => column(rows, i)),
       );
-    };
-    await upsert('analytics_hourly', 'metric', metrics);
-    await upsert('event_name_hourly', 'name', names);
+    }
+    if (names.size) {
+      const rows = rowsOf(names);
+      await tx.query(
+        `insert into event_name_hourly (project_id, name, hour, system, count)
+         select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::boolean[], $5::bigint[])
+         on conflict (project_id, name, hour) do update set count = event_name_hourly.count + excluded.count`,
+        [0, 1, 2, 3, 4].map((i) => column(rows, i)),
+      );
+    }
+    // Only forward: a contact deleted since has no row to refer to (the insert skips it; its events are gone too).
+    const contacts = [...lastEvent];
+    await tx.query(
+      `insert into contact_last_event (contact_id, project_id, at)
+       select t.contact_id, t.project_id, t.at from unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) as t(contact_id, project_id, at)
+       where exists (select 1 from contacts c where c.id = t.contact_id)
+       order by t.contact_id
+       on conflict (contact_id) do update set at = greatest(contact_last_event.at, excluded.at)`,
+      [contacts.map(([id]) => id), contacts.map(([, v]) => v.projectId), contacts.map(([, v]) => v.at)],
+    );
   },
 };

@@ -1,5 +1,6 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { Project } from '../projects/project.entity';
+import { Contact } from '../contacts/contact.entity';
 
 /*
  * Analytics rollups (migration 20261125120000): counts per project and hour, kept incrementally so that analytics
@@ -20,7 +21,7 @@ export const AnalyticsHourly = defineEntity({
   },
 });
 
-/** Tracked events per name and hour (top events, event stats). */
+/** Events per name and hour, service events (`system`) too: top events, event stats, activity stats. */
 export const EventNameHourly = defineEntity({
   name: 'EventNameHourly',
   tableName: 'event_name_hourly',
@@ -29,5 +30,22 @@ export const EventNameHourly = defineEntity({
     name: p.string().length(200).primary(),
     hour: p.datetime().primary(),
     count: p.bigint('number').default(0),
+    /** A service event (email.*, contact.*, segment.*): not a tracked name. */
+    system: p.boolean().default(false),
+  },
+});
+
+/**
+ * When each contact's latest event happened (migration 20261125130000), kept by the `analytics` consumer: the contacts
+ * active in a window that ends now are those whose latest event falls in it, counted from an index.
+ */
+export const ContactLastEvent = defineEntity({
+  name: 'ContactLastEvent',
+  tableName: 'contact_last_event',
+  indexes: [{ properties: ['projectId', 'at'] }],
+  properties: {
+    contact: () => p.manyToOne(Contact).deleteRule('cascade').updateRule('no action').primary(),
+    projectId: p.uuid(),
+    at: p.datetime(),
   },
 });

@@ -101,7 +101,10 @@ export async function timeseries(em: EntityManager, projectId: string, q: Timese
   return { interval: q.interval, timezone: q.timezone, from: from.toISOString(), to: to.toISOString(), metrics, data: [...points.values()], totals };
 }
 
-/** Tracked event names by count over [from, to) (UTC hours touched), most frequent first, from the hourly rollup. */
+/**
+ * Tracked event names by count over [from, to) (UTC hours touched), most frequent first, from the hourly rollup
+ * (service events, which it counts too, are left out).
+ */
 export async function topEvents(
   em: EntityManager,
   projectId: string,
@@ -114,7 +117,7 @@ export async function topEvents(
     em,
     'analytics_top_events',
     `select name, sum(count)::text as count from event_name_hourly
-     where project_id = $1 and hour >= date_trunc('hour', $2::timestamptz, 'UTC') and hour < $3
+     where project_id = $1 and hour >= date_trunc('hour', $2::timestamptz, 'UTC') and hour < $3 and not system
      group by name order by sum(count) desc, name limit $4`,
     [projectId, from, to, q.limit],
   );

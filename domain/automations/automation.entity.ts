@@ -133,6 +133,11 @@ export const AutomationExecution = defineEntity({
       name: 'automation_executions_trigger_index',
       expression: 'create index "automation_executions_trigger_index" on "automation_executions" ("trigger_event_id") where trigger_event_id is not null',
     },
+    {
+      name: 'automation_executions_project_id_next_wake_at_index',
+      expression:
+        'create index "automation_executions_project_id_next_wake_at_index" on "automation_executions" ("project_id", "next_wake_at") where next_wake_at is not null and status in (\'RUNNING\', \'WAITING\')',
+    },
   ],
   uniques: [
     { properties: ['automation', 'contactId', 'n'] },
@@ -175,9 +180,13 @@ export type AutomationExecution = InferEntity<typeof AutomationExecution>;
 export const AutomationExecutionStep = defineEntity({
   name: 'AutomationExecutionStep',
   tableName: 'automation_execution_steps',
+  indexes: [{ properties: ['projectId', 'finishedAt'] }, { properties: ['automationId', 'finishedAt'] }],
   properties: {
     execution: () => p.manyToOne(AutomationExecution).deleteRule('cascade').updateRule('no action').primary(),
     seq: p.integer().primary(),
+    /** The execution's project and automation, for the activity feed's steps by project and by automation. */
+    projectId: p.uuid(),
+    automationId: p.uuid(),
     stepId: p.uuid(),
     type: p.enum([...STEP_TYPES]),
     startedAt: p.datetime(),

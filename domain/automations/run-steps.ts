@@ -73,8 +73,9 @@ export async function recordProgress(em: EntityManager, input: ProgressInput): P
     em,
     'automation_progress',
     `with fin as (
-       insert into automation_execution_steps (execution_id, seq, step_id, type, started_at, finished_at, outcome)
-       select $1::uuid, $2::int, $3::uuid, $4::text, to_timestamp($5::double precision / 1000), now(), $6::jsonb where $7::boolean
+       insert into automation_execution_steps (execution_id, seq, step_id, type, started_at, finished_at, outcome, project_id, automation_id)
+       select $1::uuid, $2::int, $3::uuid, $4::text, to_timestamp($5::double precision / 1000), now(), $6::jsonb, x.project_id, x.automation_id
+       from automation_executions x where x.id = $1::uuid and $7::boolean
        on conflict (execution_id, seq) do nothing
      ),
      upd as (

@@ -18,7 +18,22 @@ export const Campaign = defineEntity({
   name: 'Campaign',
   tableName: 'campaigns',
   // Lists are one project's campaigns, newest first (UUIDv7 ids); the index also serves the project's cascade delete.
-  indexes: [{ properties: ['project', 'id'] }],
+  // The activity feed reads starts and ends by time, and what is scheduled, soonest first.
+  indexes: [
+    { properties: ['project', 'id'] },
+    {
+      name: 'campaigns_project_id_scheduled_at_index',
+      expression: 'create index "campaigns_project_id_scheduled_at_index" on "campaigns" ("project_id", "scheduled_at") where status = \'SCHEDULED\'',
+    },
+    {
+      name: 'campaigns_project_id_started_at_index',
+      expression: 'create index "campaigns_project_id_started_at_index" on "campaigns" ("project_id", "started_at") where started_at is not null',
+    },
+    {
+      name: 'campaigns_project_id_finished_at_index',
+      expression: 'create index "campaigns_project_id_finished_at_index" on "campaigns" ("project_id", "finished_at") where finished_at is not null',
+    },
+  ],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
     project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),

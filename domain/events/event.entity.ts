@@ -7,7 +7,20 @@ import { uuidv7 } from '../ids';
 export const Event = defineEntity({
   name: 'Event',
   tableName: 'events',
-  indexes: [{ properties: ['project', 'name', 'contact', 'createdAt'] }, { properties: ['contact', 'id'] }, { properties: ['project', 'id'] }],
+  indexes: [
+    { properties: ['project', 'name', 'contact', 'createdAt'] },
+    { properties: ['contact', 'id'] },
+    { properties: ['project', 'id'] },
+    {
+      name: 'events_project_id_created_at_id_index',
+      expression: 'create index "events_project_id_created_at_id_index" on "events" ("project_id", "created_at", "id") include ("name", "source")',
+    },
+    {
+      name: 'events_project_id_campaign_id_created_at_index',
+      expression:
+        'create index "events_project_id_campaign_id_created_at_index" on "events" ("project_id", "campaign_id", "created_at", "id") where campaign_id is not null',
+    },
+  ],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
     project: () => p.manyToOne(Project).deleteRule('cascade'),
@@ -17,6 +30,8 @@ export const Event = defineEntity({
     /** TRACKED for client events, SYSTEM for events the service emits (email.*, contact.*, segment.*). */
     source: p.enum(['TRACKED', 'SYSTEM'] as const),
     emailId: p.uuid().nullable(),
+    /** The campaign of the email the event reports on: set by the `events_campaign` trigger from `emails`. */
+    campaignId: p.uuid().nullable(),
     createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
   },
 });

@@ -1,3 +1,4 @@
+import { preparedQuery } from '../prepared';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7 } from '../ids';
 import { selectList } from '../db/rows';
@@ -87,28 +88,40 @@ export interface EventStats {
   daily: { date: string; count: number }[];
 }
 
-/** Counts over the last `days` days: totals, per name (top 20) and per UTC day. */
+/**
+ * Counts over the last `days` days: totals, per name (top 20) and per UTC day. From the hourly rollup of every event
+ * (event_name_hourly, kept by the `analytics` consumer) and each contact's latest event (contact_last_event), never a
+ * scan of events: a window is whole UTC hours, from the start of the hour it begins in up to now.
+ */
 export async function eventStats(em: EntityManager, projectId: string, days: number): Promise<EventStats> {
-  const [totals] = await em.execute<{ total: string; in_window: string; last24h: string; contacts: string }[]>(
-    `select count(*) as total,
-            count(*) filter (where created_at >= now() - make_interval(days => ?)) as in_window,
-            count(*) filter (where created_at >= now() - interval '24 hours') as last24h,
-            count(distinct contact_id) filter (where created_at >= now() - make_interval(days => ?)) as contacts
-     from events where project_id = ?`,
-    [days, days, projectId],
-  );
-  const byName = await em.execute<{ name: string; count: string }[]>(
-    `select name, count(*) as count from events where project_id = ? and created_at >= now() - make_interval(days => ?)
-     group by name order by 2 desc, 1 limit 20`,
+  const [totals] = await preparedQuery<{ total: string; in_window: string; last24h: string; contacts: string }>(
+    em,
+    'event_stats_totals',
+    `select coalesce(sum(count), 0)::text as total,
+            coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC')), 0)::text as in_window,
+            coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - interval '24 hours', 'UTC')), 0)::text as last24h,
+            (select count(*) from contact_last_event c
+             where c.project_id = $1 and c.at >= date_trunc('hour', now() - make_interval(days => $2), 'UTC'))::text as contacts
+     from event_name_hourly where project_id = $1`,
     [projectId, days],
   );
-  const daily = await em.execute<{ date: string; count: string }[]>(
-    `select to_char(d, 'YYYY-MM-DD') as date, coalesce(n, 0) as count
-     from generate_series(date_trunc('day', now() at time zone 'utc') - make_interval(days => ? - 1), date_trunc('day', now() at time zone 'utc'), interval '1 day') d
-     left join (select date_trunc('day', created_at at time zone 'utc') as day, count(*) as n from events
-                where project_id = ? and created_at >= now() - make_interval(days => ?) group by 1) x on x.day = d
+  const byName = await preparedQuery<{ name: string; count: string }>(
+    em,
+    'event_stats_names',
+    `select name, sum(count)::text as count from event_name_hourly
+     where project_id = $1 and hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC')
+     group by name order by sum(count) desc, name limit 20`,
+    [projectId, days],
+  );
+  const daily = await preparedQuery<{ date: string; count: string }>(
+    em,
+    'event_stats_daily',
+    `select to_char(d, 'YYYY-MM-DD') as date, coalesce(x.n, 0)::text as count
+     from generate_series(date_trunc('day', now() at time zone 'utc') - make_interval(days => $2 - 1), date_trunc('day', now() at time zone 'utc'), interval '1 day') d
+     left join (select date_trunc('day', hour at time zone 'utc') as day, sum(count) as n from event_name_hourly
+                where project_id = $1 and hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC') group by 1) x on x.day = d
      order by d`,
-    [days, projectId, days],
+    [projectId, days],
   );
   return {
     windowDays: days,
@@ -136,9 +149,21 @@ export async function eventNames(
 
 /** Deletes every event with this name in the project; returns how many. */
 export async function deleteEventsByName(em: EntityManager, projectId: string, name: string): Promise<number> {
+  // The rollup loses what it had counted of them: the events the `analytics` consumer has taken (no outbox row left);
+  // those still waiting are dropped by the dispatcher without a count once they are gone. (An event the consumer is
+  // counting at this very moment, in a round not yet committed, stays counted.) A contact's latest-event time is not
+  // moved back.
   const [row] = await em.execute<{ n: string }[]>(
-    `with gone as (delete from events where project_id = ? and name = ? returning 1) select count(*) as n from gone`,
-    [projectId, name],
+    `with gone as (delete from events where project_id = ? and name = ? returning id, created_at),
+     counted as (
+       select date_trunc('hour', g.created_at, 'UTC') as hour, count(*) as n from gone g
+       where not exists (select 1 from event_outbox o where o.consumer = 'analytics' and o.event_id = g.id) group by 1
+     ),
+     fix as (
+       update event_name_hourly h set count = h.count - c.n from counted c where h.project_id = ? and h.name = ? and h.hour = c.hour
+     )
+     select count(*) as n from gone`,
+    [projectId, name, projectId, name],
   );
   return Number(row!.n);
 }

@@ -32,7 +32,7 @@ test("selectList names the entity's columns: a select of every email column runs
 });
 
 test('the same for every events column', async () => {
-  const all = ['id', 'projectId', 'contactId', 'name', 'data', 'source', 'emailId', 'createdAt'] as const satisfies readonly (keyof EventColumns)[];
+  const all = ['id', 'projectId', 'contactId', 'name', 'data', 'source', 'emailId', 'campaignId', 'createdAt'] as const satisfies readonly (keyof EventColumns)[];
   const { fields } = await db().query(`select ${selectList<EventColumns>(all)} from events limit 0`);
   expect(fields.map((f) => f.name)).toEqual([...all]);
   const { rows } = await db().query<{ column_name: string }>(`select column_name from information_schema.columns where table_name = 'events'`);
