@@ -7,7 +7,7 @@ import { cursorListSchema } from '../presenters/contact.presenter';
 import { UploadSchema, presentUpload } from '../presenters/upload.presenter';
 import { ListUploadsQuery, PublicFileParams, UploadIdParams, UploadImageBody, UploadUsageResponse } from './schema';
 import { notFound } from '../../domain/errors';
-import { createUploadStorage, IMMUTABLE_CACHE_CONTROL, type UploadStorage } from '../../domain/uploads/upload-storage';
+import { IMMUTABLE_CACHE_CONTROL, uploadStorageFor } from '../../domain/uploads/upload-storage';
 import { deleteUpload, findPublicFile, findUpload, listUploads, openStoredFile, saveImage, uploadStorageUsage } from '../../domain/uploads/upload.service';
 
 const TAGS = ['Uploads'];
@@ -27,8 +27,7 @@ function matchesEtag(ifNoneMatch: string, etag: string): boolean {
 
 export function uploadRoutes(routes: Routes, deps: ApiDeps): void {
   // Made on first use: registration reads only the configuration (scripts/openapi.ts builds the document without services).
-  let storage: UploadStorage | undefined;
-  const store = () => (storage ??= createUploadStorage(deps.config.uploads));
+  const store = () => uploadStorageFor(deps.config.uploads);
   const maxBytes = deps.config.uploads.maxBytes;
 
   routes.add({

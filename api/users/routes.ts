@@ -14,6 +14,8 @@ import {
   rotateKeys,
   updateProject,
 } from '../../domain/projects/project.service';
+import { deleteProjectUploads } from '../../domain/uploads/upload.service';
+import { uploadStorageFor } from '../../domain/uploads/upload-storage';
 
 export function userRoutes(routes: Routes, deps: ApiDeps): void {
   routes.add({
@@ -79,6 +81,8 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 403, 404) },
     handler: async ({ ctx, params, userId }) => {
       const { project } = await projectForMember(ctx.state.em, userId, params.id, 'OWNER');
+      // Uploads first: their rows would go with the project (cascade), leaving their bytes in storage.
+      await deleteProjectUploads(ctx.state.em, uploadStorageFor(deps.config.uploads), project.id);
       await deleteProject(ctx.state.em, project);
       return {};
     },

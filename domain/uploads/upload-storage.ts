@@ -93,6 +93,18 @@ class S3Storage implements UploadStorage {
 /** The object key of a stored name in the bucket; S3_PUBLIC_URL points at the bucket, so public URLs add the same prefix. */
 export const s3Key = (name: string) => `uploads/${name}`;
 
+const shared = new WeakMap<Config['uploads'], UploadStorage>();
+
+/** One storage per configuration, made on first use (the upload routes and project deletion share it). */
+export function uploadStorageFor(uploads: Config['uploads']): UploadStorage {
+  let storage = shared.get(uploads);
+  if (!storage) {
+    storage = createUploadStorage(uploads);
+    shared.set(uploads, storage);
+  }
+  return storage;
+}
+
 /** The storage the configuration selects: S3 when S3_BUCKET is set, else the local folder UPLOADS_DIR. */
 export function createUploadStorage(uploads: Config['uploads']): UploadStorage {
   const s3 = uploads.s3;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { notFound, serviceUnavailable, validationError } from '../errors';
+import { AppError, notFound, serviceUnavailable, validationError } from '../errors';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
 import { uuidv7 } from '../ids';
 import type { Config } from '../config';
@@ -129,6 +129,21 @@ export async function uploadStorageUsage(em: EntityManager, projectId: string): 
  */
 export function deleteUpload(em: EntityManager, storage: UploadStorage, projectId: string, id: string): Promise<void> {
   return dropUpload(em, storage, projectId, id, true);
+}
+
+/**
+ * Deletes every upload of a project (before the project itself goes): each one's bytes too when no other project has
+ * the same content. A storage that cannot remove bytes does not stop the deletion (the bytes stay behind, served no
+ * more: nothing references them).
+ */
+export async function deleteProjectUploads(em: EntityManager, storage: UploadStorage, projectId: string): Promise<number> {
+  const rows = await em.execute<{ id: string }[]>('select id from uploads where project_id = ?', [projectId]);
+  for (const r of rows) {
+    await dropUpload(em, storage, projectId, r.id, false).catch((err: unknown) => {
+      if (!(err instanceof AppError && err.statusCode === 404)) throw err; // gone meanwhile
+    });
+  }
+  return rows.length;
 }
 
 /** `strict`: the row stays when its bytes cannot be removed; otherwise the row goes whatever the storage says. */

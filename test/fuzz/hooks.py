@@ -97,6 +97,10 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
         "from after to",
     ("GET /analytics/campaign-stats", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
         "from after to",
+    ("GET /activity", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
+        "from after to",
+    ("GET /activity/stats", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
+        "from after to",
     # A sender address must be on a VERIFIED domain of the project (SPEC; field code `unverified_domain`): server
     # state, not shape.
     ("POST /v1/send", 422, "VALIDATION_ERROR", frozenset({"unverified_domain"})):

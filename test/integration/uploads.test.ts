@@ -215,6 +215,22 @@ describe('uploads per project', () => {
     expect(fs.existsSync(storedFile(sha, 'png'))).toBe(false);
   });
 
+  test("deleting a project deletes its uploads' bytes, except content another project still has", async () => {
+    const doomed = await createTestProject('uploads-doomed');
+    const own = freshPng(7, 7);
+    const shared = freshPng(8, 8);
+    expect((await upload(doomed, own)).status).toBe(201);
+    expect((await upload(doomed, shared)).status).toBe(201);
+    const kept = await upload(b, shared);
+    expect(kept.status).toBe(201);
+    expect(fs.existsSync(storedFile(sha256(own), 'png'))).toBe(true);
+    expect((await api('DELETE', `/users/@me/projects/${doomed.projectId}`, { cookie: doomed.cookie })).status).toBe(204);
+    expect(await rowsOf(doomed.projectId)).toEqual([]);
+    expect(fs.existsSync(storedFile(sha256(own), 'png'))).toBe(false);
+    expect(fs.existsSync(storedFile(sha256(shared), 'png'))).toBe(true);
+    expect((await fetchPublic(kept.body.url)).status).toBe(200);
+  });
+
   test('the public route serves only names of stored uploads: an unknown hash, another extension, a bad name; and /uploads/image answers only POST', async () => {
     const { body } = await upload(a, freshPng());
     expect((await fetchPublic(`${stackEnv().apiUrl}/uploads/files/${'0'.repeat(64)}.png`)).status).toBe(404);
