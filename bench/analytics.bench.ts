@@ -117,6 +117,7 @@ async function seed(db: import('pg').Pool, projectId: string): Promise<Record<st
      insert into event_name_hourly (project_id, name, hour, system, count)
        select project_id, name, date_trunc('hour', created_at, 'UTC'), source = 'SYSTEM', count(*) from events where project_id = $1 group by 1, 2, 3, 4;
      insert into contact_last_event (contact_id, project_id, at) select contact_id, $1, max(created_at) from events where project_id = $1 group by contact_id;
+     insert into contact_last_event_hourly (project_id, hour, contacts) select project_id, date_trunc('hour', at, 'UTC'), count(*) from contact_last_event where project_id = $1 group by 1, 2;
      insert into campaign_stats (campaign_id, audience, sent, delivered, opened_unique, opened_total, clicked_unique, clicked_total, bounced, complained, unsubscribed, failed, skipped)
        select c.id, c.audience_size, count(m.id), count(m.id) filter (where m.status = 'DELIVERED'), count(m.id) / 4, count(m.id) / 3, count(m.id) / 20, count(m.id) / 15,
               count(m.id) filter (where m.status = 'BOUNCED'), count(m.id) / 1000, count(m.id) / 500, 0, 0
@@ -124,7 +125,7 @@ async function seed(db: import('pg').Pool, projectId: string): Promise<Record<st
        on conflict (campaign_id) do nothing;`.replace(/\$1/g, `'${projectId}'`),
   );
   const tv = performance.now();
-  for (const table of ['events', 'emails', 'campaigns', 'automation_execution_steps', 'automation_executions', 'contact_last_event', 'event_name_hourly', 'analytics_hourly', 'campaign_stats']) {
+  for (const table of ['events', 'emails', 'campaigns', 'automation_execution_steps', 'automation_executions', 'contact_last_event', 'contact_last_event_hourly', 'event_name_hourly', 'analytics_hourly', 'campaign_stats']) {
     await db.query(`vacuum analyze ${table}`);
   }
   seconds.vacuum = Math.round((performance.now() - tv) / 100) / 10;

@@ -49,3 +49,14 @@ export const ContactLastEvent = defineEntity({
     at: p.datetime(),
   },
 });
+
+/** Per project and UTC hour: how many contacts have their latest event in it (triggers on contact_last_event). */
+export const ContactLastEventHourly = defineEntity({
+  name: 'ContactLastEventHourly',
+  tableName: 'contact_last_event_hourly',
+  properties: {
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action').primary(),
+    hour: p.datetime().primary(),
+    contacts: p.bigint('number').default(0),
+  },
+});

@@ -90,8 +90,9 @@ export interface EventStats {
 
 /**
  * Counts over the last `days` days: totals, per name (top 20) and per UTC day. From the hourly rollup of every event
- * (event_name_hourly, kept by the `analytics` consumer) and each contact's latest event (contact_last_event), never a
- * scan of events: a window is whole UTC hours, from the start of the hour it begins in up to now.
+ * (event_name_hourly, kept by the `analytics` consumer) and the contacts per hour of their latest event
+ * (contact_last_event_hourly, kept by triggers on contact_last_event), never a scan of events: a window is whole UTC
+ * hours, from the start of the hour it begins in up to now.
  */
 export async function eventStats(em: EntityManager, projectId: string, days: number): Promise<EventStats> {
   const [totals] = await preparedQuery<{ total: string; in_window: string; last24h: string; contacts: string }>(
@@ -100,8 +101,8 @@ export async function eventStats(em: EntityManager, projectId: string, days: num
     `select coalesce(sum(count), 0)::text as total,
             coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC')), 0)::text as in_window,
             coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - interval '24 hours', 'UTC')), 0)::text as last24h,
-            (select count(*) from contact_last_event c
-             where c.project_id = $1 and c.at >= date_trunc('hour', now() - make_interval(days => $2), 'UTC'))::text as contacts
+            (select coalesce(sum(c.contacts), 0) from contact_last_event_hourly c
+             where c.project_id = $1 and c.hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC'))::text as contacts
      from event_name_hourly where project_id = $1`,
     [projectId, days],
   );

@@ -64,6 +64,26 @@ describe('events', () => {
     expect((await get('/events/stats?days=0')).status).toBe(422);
   });
 
+  test('GET /events/stats: a new contact counts as active once; a deleted one no longer does (its events stay counted)', async () => {
+    const stats = async (want: (b: any) => boolean) => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const res = await get('/events/stats?days=7');
+        if (want(res.body) || Date.now() > deadline) return res.body;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    const before = await stats(() => true);
+    const bob = email();
+    const tracked = await track(bob, 'signed_up');
+    await track(bob, 'viewed_pricing');
+    const withBob = await stats((b) => b.total === before.total + 2);
+    expect(withBob).toMatchObject({ total: before.total + 2, uniqueContacts: before.uniqueContacts + 1 });
+    expect((await api('DELETE', `/contacts/${tracked.body.data.contact}`, { key: p.secretKey })).status).toBe(204);
+    const after = await stats((b) => b.uniqueContacts === before.uniqueContacts);
+    expect(after).toMatchObject({ total: before.total + 2, uniqueContacts: before.uniqueContacts });
+  });
+
   test('GET /events/:eventName/usage answers with empty reference lists', async () => {
     const res = await get('/events/signed_up/usage');
     expect(res.body).toEqual({ event: 'signed_up', segments: [], campaigns: [], workflows: [], templates: [] });
