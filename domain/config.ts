@@ -162,6 +162,24 @@ const schema = z
     S3_SECRET_ACCESS_KEY: optionalText(z.string()),
     S3_FORCE_PATH_STYLE: bool.default(false),
     S3_PUBLIC_URL: optionalText(z.url()),
+    // Account emails, login throttling and OAuth sign-in (README › Accounts and sign-in).
+    SYSTEM_EMAIL_FROM: optionalText(z.string().max(400)),
+    EMAIL_VERIFICATION_TTL: duration(60_000).default(48 * 3_600_000),
+    PASSWORD_RESET_TTL: duration(60_000).default(3_600_000),
+    AUTH_THROTTLE_WINDOW: duration(1_000).default(15 * 60_000),
+    LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1_000_000).default(10),
+    LOGIN_MAX_FAILURES_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(100),
+    ACCOUNT_EMAILS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(3),
+    ACCOUNT_EMAILS_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(30),
+    GITHUB_CLIENT_ID: optionalText(z.string()),
+    GITHUB_CLIENT_SECRET: optionalText(z.string()),
+    GITHUB_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://github.com')),
+    GITHUB_API_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://api.github.com')),
+    GOOGLE_CLIENT_ID: optionalText(z.string()),
+    GOOGLE_CLIENT_SECRET: optionalText(z.string()),
+    GOOGLE_AUTHORIZE_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://accounts.google.com/o/oauth2/v2/auth')),
+    GOOGLE_TOKEN_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://oauth2.googleapis.com/token')),
+    GOOGLE_USERINFO_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://openidconnect.googleapis.com/v1/userinfo')),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -172,10 +190,32 @@ const schema = z
     if (!env.S3_ACCESS_KEY_ID !== !env.S3_SECRET_ACCESS_KEY) {
       ctx.addIssue({ code: 'custom', path: [env.S3_ACCESS_KEY_ID ? 'S3_SECRET_ACCESS_KEY' : 'S3_ACCESS_KEY_ID'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together' });
     }
+    for (const [id, secret] of [['GITHUB_CLIENT_ID', 'GITHUB_CLIENT_SECRET'], ['GOOGLE_CLIENT_ID', 'GOOGLE_CLIENT_SECRET']] as const) {
+      if (!env[id] !== !env[secret]) ctx.addIssue({ code: 'custom', path: [env[id] ? secret : id], message: `${id} and ${secret} go together` });
+    }
+    if (env.SYSTEM_EMAIL_FROM !== undefined && !systemSender(env.SYSTEM_EMAIL_FROM)) {
+      ctx.addIssue({ code: 'custom', path: ['SYSTEM_EMAIL_FROM'], message: 'must be an address, or "Name <address>"' });
+    }
     for (const key of ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_PUBLIC_URL'] as const) {
       if (env[key] && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: [key], message: 'has no effect without S3_BUCKET (uploads go to UPLOADS_DIR)' });
     }
   });
+
+/** `SYSTEM_EMAIL_FROM`: `address` or `Name <address>`. */
+function systemSender(value: string): { name?: string; address: string } | undefined {
+  const m = /^\s*(?:(.*?)\s*<([^<>\s]+)>|([^<>\s]+))\s*$/.exec(value);
+  const address = m?.[2] ?? m?.[3];
+  if (!address || !z.email().safeParse(address).success) return undefined;
+  const name = m?.[1]?.replace(/^"(.*)"$/, '$1').trim();
+  return name ? { name, address } : { address };
+}
+
+/** The default system sender: no-reply@ the public host when it is a domain name, else a development address. */
+function defaultSystemSender(publicUrl: string): { name: string; address: string } {
+  const host = new URL(publicUrl).hostname;
+  const domain = /^[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}$/i.test(host) ? host : 'mailwright.test';
+  return { name: 'Mailwright', address: `no-reply@${domain}` };
+}
 
 export type Config = ReturnType<typeof buildConfig>;
 
@@ -295,6 +335,29 @@ function buildConfig(env: z.infer<typeof schema>) {
       unservedInProduction: env.NODE_ENV === 'production' && env.METRICS_PORT === undefined && env.METRICS_TOKEN === undefined,
       /** The worker's listener for GET /metrics and GET /health (WORKER_METRICS_PORT); undefined: off. */
       workerPort: env.WORKER_METRICS_PORT || undefined,
+    },
+    /** Dashboard accounts (domain/auth): account emails, their tokens' lifetimes, login throttling, OAuth providers. */
+    accounts: {
+      /** Sender of verification and password reset emails (SYSTEM_EMAIL_FROM). */
+      systemFrom: (env.SYSTEM_EMAIL_FROM !== undefined ? systemSender(env.SYSTEM_EMAIL_FROM) : undefined) ?? defaultSystemSender(publicUrl),
+      verificationTtlMs: env.EMAIL_VERIFICATION_TTL,
+      resetTtlMs: env.PASSWORD_RESET_TTL,
+      /** Per `windowMs` (a sliding window): failed logins per account and per client address, account emails asked for per address and per client address. */
+      throttle: {
+        windowMs: env.AUTH_THROTTLE_WINDOW,
+        loginsPerAccount: env.LOGIN_MAX_FAILURES_PER_ACCOUNT,
+        loginsPerIp: env.LOGIN_MAX_FAILURES_PER_IP,
+        emailsPerAddress: env.ACCOUNT_EMAILS_PER_ADDRESS,
+        emailsPerIp: env.ACCOUNT_EMAILS_PER_IP,
+      },
+      oauth: {
+        github: env.GITHUB_CLIENT_ID && env.GITHUB_CLIENT_SECRET
+          ? { clientId: env.GITHUB_CLIENT_ID, clientSecret: env.GITHUB_CLIENT_SECRET, webUrl: env.GITHUB_URL.replace(/\/$/, ''), apiUrl: env.GITHUB_API_URL.replace(/\/$/, '') }
+          : undefined,
+        google: env.GOOGLE_CLIENT_ID && env.GOOGLE_CLIENT_SECRET
+          ? { clientId: env.GOOGLE_CLIENT_ID, clientSecret: env.GOOGLE_CLIENT_SECRET, authorizeUrl: env.GOOGLE_AUTHORIZE_URL, tokenUrl: env.GOOGLE_TOKEN_URL, userinfoUrl: env.GOOGLE_USERINFO_URL }
+          : undefined,
+      },
     },
     /** The event outbox (domain/events/event-dispatcher.ts) and the consumers every process registers. */
     events: {

@@ -2,6 +2,7 @@ import { Client, Connection, ScheduleAlreadyRunning, type WorkflowStartOptions, 
 import { TypedSearchAttributes, WorkflowIdReusePolicy, type SearchAttributePair } from '@temporalio/common';
 import type { AutomationRunControl, AutomationRunStart } from '../domain/automations/execution.service';
 import type { Config } from '../domain/config';
+import type { AccountEmailRequest } from '../domain/auth/account-emails';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
 import { workflowStarts } from '../domain/metrics';
@@ -118,6 +119,11 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
   /** Ends a domain's verification loop (the `remove` signal); a loop that is not running is fine. */
   async stopDomainVerification(input: { domainId: string }): Promise<void> {
     await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowIds.domainVerification(input.domainId)).signal(removeSignal));
+  }
+
+  /** A verification or password reset email (domain/auth/account-emails.ts); the request id names the run. */
+  async startAccountEmail(input: AccountEmailRequest & { requestId: string }): Promise<string> {
+    return this.startOnce('accountEmail', workflowIds.accountEmail(input.requestId), [{ purpose: input.purpose, email: input.email }], []);
   }
 
   /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */

@@ -25,6 +25,8 @@ export const workflowIds = {
   automationRun: (automationId: string, contactId: string, n: number) => `automation/${automationId}/${contactId}/${n}`,
   /** One cancel-all request of an automation. */
   automationCancelAll: (automationId: string, requestId: string) => `automation-cancel-all/${automationId}/${requestId}`,
+  /** One verification or password reset email, named after the API request that asked for it. */
+  accountEmail: (requestId: string) => `account-email/${requestId}`,
 };
 
 /** The schedule that starts `emailSweeper` every 5 minutes. */

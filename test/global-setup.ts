@@ -63,6 +63,14 @@ export default async function globalSetup(): Promise<void> {
     // A budget no test reaches by accident (schemathesis sends thousands of requests as one project); the limiter
     // itself is tested with its own API process and a small budget (rate-limit.test.ts).
     RATE_LIMIT_PER_MINUTE: '60000',
+    // Login and account-email throttles no test reaches by accident (every request comes from 127.0.0.1, and the fuzzer
+    // sends wrong passwords); account-lifecycle.test.ts tests them with an API process and small limits of its own.
+    LOGIN_MAX_FAILURES_PER_ACCOUNT: '1000000',
+    LOGIN_MAX_FAILURES_PER_IP: '1000000',
+    ACCOUNT_EMAILS_PER_ADDRESS: '1000000',
+    ACCOUNT_EMAILS_PER_IP: '1000000',
+    // The worker sends account emails from this sender (account-lifecycle.test.ts checks it).
+    SYSTEM_EMAIL_FROM: 'Mailwright Accounts <accounts@mailwright.test>',
     SNS_CERT_URL_PATTERN: '^http://127\\.0\\.0\\.1:\\d+/', // webhooks-sns.test.ts plays SNS: certificates and SubscribeURL on loopback
     // The worker registers the probe consumer, which records every event it receives (event-outbox.test.ts).
     EVENTS_PROBE: 'true',

@@ -25,25 +25,33 @@ export function requireApiKey(deps: ApiDeps, allowPublic: boolean): Koa.Middlewa
   };
 }
 
-/** Dashboard auth: a JWT in an HttpOnly cookie set by /auth/login. */
+/**
+ * Dashboard auth: a JWT in an HttpOnly cookie set by /auth/login. It carries the user's session version (`ver`,
+ * absent: 0), which must still be the user's: a password reset increments it, ending every session issued before.
+ */
 export function requireSession(deps: ApiDeps): Koa.Middleware<AppState> {
   return async (ctx: AppContext, next) => {
     const token = ctx.cookies.get(SESSION_COOKIE);
     if (!token) throw new AppError(401, 'UNAUTHORIZED', 'Log in first', { suggestion: 'POST /auth/login sets the session cookie.' });
+    const invalid = () => new AppError(401, 'UNAUTHORIZED', 'Your session is invalid or has expired; log in again');
+    let version: unknown;
     try {
       const payload = jwt.verify(token, deps.config.jwtSecret, { algorithms: ['HS256'] }) as jwt.JwtPayload;
       // A session names a user by id; any other subject (a token signed for something else) is no session.
       if (typeof payload.sub !== 'string' || !UUID_RE.test(payload.sub)) throw new Error('no user subject');
       ctx.state.userId = payload.sub;
+      version = payload.ver ?? 0;
     } catch {
-      throw new AppError(401, 'UNAUTHORIZED', 'Your session is invalid or has expired; log in again');
+      throw invalid();
     }
+    const [user] = await ctx.state.em.execute<{ session_version: number }[]>('select session_version from users where id = ?', [ctx.state.userId]);
+    if (!user || user.session_version !== version) throw invalid();
     await next();
   };
 }
 
-export function setSessionCookie(ctx: AppContext, deps: ApiDeps, userId: string): void {
-  const token = jwt.sign({}, deps.config.jwtSecret, { algorithm: 'HS256', subject: userId, expiresIn: SESSION_TTL_SECONDS });
+export function setSessionCookie(ctx: AppContext, deps: ApiDeps, user: { id: string; sessionVersion: number }): void {
+  const token = jwt.sign({ ver: user.sessionVersion }, deps.config.jwtSecret, { algorithm: 'HS256', subject: user.id, expiresIn: SESSION_TTL_SECONDS });
   // Behind a TLS-terminating proxy the connection to us is plain http; the cookie is still Secure when PUBLIC_URL is https.
   ctx.cookies.secure = deps.config.cookieSecure;
   ctx.cookies.set(SESSION_COOKIE, token, {

@@ -9,6 +9,10 @@ import { metricsText } from '../../domain/metrics';
 import { databaseCheck, runHealthChecks } from '../../domain/health';
 import { errorResponses } from '../common.schema';
 import { metricsAuthorized } from '../metrics-server';
+import { configuredProviders } from '../../domain/auth/oauth';
+import type { Config } from '../../domain/config';
+
+const oauthProviders = (config: Config) => configuredProviders(config.accounts.oauth).map((p) => p.id);
 
 const ConfigSchema = z
   .object({
@@ -42,7 +46,7 @@ export function systemRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'none',
     responses: { 200: { description: 'Public configuration', schema: ConfigSchema } },
     handler: async () => ({
-      body: { signupEnabled: deps.config.signupEnabled, oauthProviders: [], billing: false, features: { transactional: true } },
+      body: { signupEnabled: deps.config.signupEnabled, oauthProviders: oauthProviders(deps.config), billing: false, features: { transactional: true } },
     }),
   });
 

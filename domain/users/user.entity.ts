@@ -10,6 +10,8 @@ export const User = defineEntity({
     name: p.string().nullable(),
     passwordHash: p.string().hidden(),
     emailVerifiedAt: p.datetime().nullable(),
+    /** Carried by every session cookie; a password reset increments it, which ends the sessions issued before. */
+    sessionVersion: p.integer().default(0),
     createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
     updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
   },

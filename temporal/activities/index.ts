@@ -5,6 +5,7 @@ import { createContactJobActivities } from './contact-jobs.activities';
 import { createCampaignActivities } from './campaign.activities';
 import { createSegmentActivities } from './segment.activities';
 import { createAutomationActivities } from './automation.activities';
+import { createAccountActivities } from './account.activities';
 
 /** All activities, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createCampaignActivities(deps),
     ...createSegmentActivities(deps),
     ...createAutomationActivities(deps),
+    ...createAccountActivities(deps),
   };
 }
 

@@ -9,3 +9,4 @@ export { segmentCompute } from './segment-compute.workflow';
 export { segmentRecomputeSweep } from './segment-recompute-sweep.workflow';
 export { automationRun } from './automation-run.workflow';
 export { automationCancelAll } from './automation-cancel-all.workflow';
+export { accountEmail } from './account-email.workflow';

@@ -144,6 +144,7 @@ const PARAMS: Record<string, ParamKind> = {
   'unsubscribe/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
   'subscribe/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
   'manage/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
+  'oauth/{provider}': { kind: 'exempt', reason: 'an OAuth provider name (github, google), the same for every project; the sign-in routes take no key and no session' },
   'files/{file}': { kind: 'exempt', reason: "an uploaded image's public name (its SHA-256): for mail clients, the same for every project; the route takes no key and no session" },
 };
 
@@ -249,6 +250,9 @@ const NOT_PROJECT_DATA: Record<string, string> = {
   event_probe_receipts: "the dispatcher's delivery receipts, written by the worker as it delivers",
   contact_count_deltas: 'compared as the derived count below (compaction moves deltas into the base row)',
   contact_counts: 'compared as the derived count below',
+  account_tokens: "dashboard users' email tokens: belong to users, not projects",
+  oauth_accounts: "dashboard users' linked sign-in accounts: belong to users, not projects",
+  login_throttle_windows: 'failed-login and account-email counts per account and client address; they hold no project data',
 };
 
 /** Tables whose link to a project goes through a column not named after the table it points at. */
