@@ -1,5 +1,5 @@
 import { User } from './users/user.entity';
-import { Project } from './projects/project.entity';
+import { Project, ProjectReset } from './projects/project.entity';
 import { Membership } from './projects/membership.entity';
 import { Contact } from './contacts/contact.entity';
 import { Event } from './events/event.entity';
@@ -15,9 +15,9 @@ import { Campaign, CampaignStats } from './campaigns/campaign.entity';
 import { CampaignEmailMark, CampaignEventReceipt } from './campaigns/campaign-stats.entity';
 import { OutboxConsumer, OutboxEntry, ProbeReceipt } from './events/outbox.entity';
 import { AnalyticsHourly, ContactLastEvent, ContactLastEventHourly, EventNameHourly } from './analytics/analytics.entity';
-import { AccountToken, LoginThrottleWindow, OAuthAccount } from './auth/account.entities';
 import { Upload } from './uploads/upload.entity';
+import { AccountToken, LoginThrottleWindow, OAuthAccount } from './auth/account.entities';
 import { Automation, AutomationExecution, AutomationExecutionStep, AutomationStep, AutomationTransition, AutomationVersion } from './automations/automation.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, AccountToken, OAuthAccount, LoginThrottleWindow];
+export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, AccountToken, OAuthAccount, LoginThrottleWindow];

@@ -131,6 +131,18 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     return this.startOnce('contactImport', workflowIds.contactImport(input.jobId), [{ projectId: input.projectId, jobId: input.jobId }], this.jobAttributes(input));
   }
 
+  /**
+   * Starts a project's reset (`project-reset/<projectId>`, search attribute ProjectId). The id is reused by later
+   * resets, one at a time: the API lets a new one start only once the previous one recorded its end, so a run still
+   * open under the id is one that has only to close, and is replaced.
+   */
+  async startProjectReset(input: { projectId: string; resetId: string }): Promise<string> {
+    return this.startOnce('projectReset', workflowIds.projectReset(input.projectId), [{ projectId: input.projectId, resetId: input.resetId }], [{ key: SA.ProjectId, value: input.projectId }], {
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.TERMINATE_EXISTING,
+    });
+  }
+
   /** Starts a stored bulk job's workflow (`contact-bulk/<jobId>`); already started counts as success. */
   async startContactBulk(input: { projectId: string; jobId: string }): Promise<string> {
     return this.startOnce('contactBulk', workflowIds.contactBulk(input.jobId), [{ projectId: input.projectId, jobId: input.jobId }], this.jobAttributes(input));

@@ -27,6 +27,8 @@ export const workflowIds = {
   automationCancelAll: (automationId: string, requestId: string) => `automation-cancel-all/${automationId}/${requestId}`,
   /** One verification or password reset email, named after the API request that asked for it. */
   accountEmail: (requestId: string) => `account-email/${requestId}`,
+  /** A project's reset: one at a time per project (a new run under the same id for each reset). */
+  projectReset: (projectId: string) => `project-reset/${projectId}`,
 };
 
 /** The schedule that starts `emailSweeper` every 5 minutes. */

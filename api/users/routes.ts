@@ -15,6 +15,8 @@ import {
   updateProject,
 } from '../../domain/projects/project.service';
 import { deleteProjectUploads } from '../../domain/uploads/upload.service';
+import { listProjectResets, requestProjectReset, type ProjectResetRow } from '../../domain/projects/project-reset';
+import { RESET_KINDS } from '../../domain/projects/reset-kinds';
 import { uploadStorageFor } from '../../domain/uploads/upload-storage';
 
 export function userRoutes(routes: Routes, deps: ApiDeps): void {
@@ -85,6 +87,61 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
       await deleteProjectUploads(ctx.state.em, uploadStorageFor(deps.config.uploads), project.id);
       await deleteProject(ctx.state.em, project);
       return {};
+    },
+  });
+
+  const ResetSchema = z
+    .object({
+      id: z.string(),
+      status: z.enum(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED']),
+      workflowId: z.string().meta({ description: 'The Temporal workflow (`project-reset/<projectId>`), to watch or cancel in Temporal Web UI.' }),
+      deleted: z.record(z.string(), z.number().int()).meta({ description: `Rows deleted so far, per kind (${RESET_KINDS.join(', ')}).` }),
+      error: z.string().nullable(),
+      createdAt: z.iso.datetime(),
+      finishedAt: z.iso.datetime().nullable(),
+    })
+    .meta({ id: 'ProjectReset' });
+  const presentReset = (r: ProjectResetRow) => ({
+    id: r.id,
+    status: r.status,
+    workflowId: r.workflowId,
+    deleted: Object.fromEntries(Object.entries(r.deleted).map(([k, v]) => [k, Number(v)])),
+    error: r.error,
+    createdAt: new Date(r.createdAt).toISOString(),
+    finishedAt: r.finishedAt ? new Date(r.finishedAt).toISOString() : null,
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/users/@me/projects/:id/reset',
+    summary: "Delete the project's data, keeping its keys, members, domains and settings (OWNER)",
+    description:
+      "Confirmed by the project's name in `confirm`. Starts the workflow `project-reset/<projectId>`: it disables the project's automations, cancels its " +
+      'active campaigns and automation runs, then deletes its events, emails, contacts, campaigns, workflows, segments, templates, uploads and analytics, ' +
+      'a chunk at a time. Watch it with `GET .../resets`. 409 `RESET_RUNNING` while one runs.',
+    tags: ['Dashboard'],
+    auth: 'session',
+    params: IdParams,
+    body: z.object({ confirm: z.string().max(200).meta({ description: "The project's name, exactly." }) }),
+    responses: { 202: { description: 'The reset started', schema: ResetSchema }, ...errorResponses(401, 403, 404, 409, 422, 503) },
+    handler: async ({ ctx, params, body, userId }) => {
+      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'OWNER');
+      const reset = await requestProjectReset(ctx.state.em, deps.temporal, { projectId: project.id, projectName: project.name, userId, confirm: body.confirm });
+      return { status: 202, body: presentReset(reset) };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/users/@me/projects/:id/resets',
+    summary: "The project's resets, newest first (the last 20; OWNER)",
+    tags: ['Dashboard'],
+    auth: 'session',
+    params: IdParams,
+    responses: { 200: { description: 'Resets, newest first', schema: z.object({ data: z.array(ResetSchema) }).meta({ id: 'ProjectResetList' }) }, ...errorResponses(401, 403, 404) },
+    handler: async ({ ctx, params, userId }) => {
+      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'OWNER');
+      return { body: { data: (await listProjectResets(ctx.state.em, project.id)).map(presentReset) } };
     },
   });
 

@@ -51,3 +51,22 @@ export const Project = defineEntity({
   },
 });
 export type Project = InferEntity<typeof Project>;
+
+/** A project reset (migration 20261125130200, domain/projects/project-reset.ts): at most one RUNNING per project. */
+export const ProjectReset = defineEntity({
+  name: 'ProjectReset',
+  tableName: 'project_resets',
+  indexes: [{ properties: ['project', 'id'] }],
+  uniques: [{ name: 'project_resets_one_running', expression: 'create unique index "project_resets_one_running" on "project_resets" ("project_id") where status = \'RUNNING\'' }],
+  properties: {
+    id: p.uuid().primary(),
+    project: () => p.manyToOne(Project).deleteRule('cascade').updateRule('no action'),
+    status: p.enum(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const),
+    workflowId: p.string(),
+    requestedBy: p.uuid().nullable(),
+    deleted: p.json<Record<string, number>>().default('{}'),
+    error: p.text().nullable(),
+    createdAt: p.datetime().defaultRaw('now()'),
+    finishedAt: p.datetime().nullable(),
+  },
+});

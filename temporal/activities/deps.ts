@@ -4,6 +4,7 @@ import type { DomainCheckSettings } from '../../domain/domains/domain.service';
 import type { Config } from '../../domain/config';
 import type { RenderPool } from '../../domain/campaigns/render-pool';
 import type { AutomationRunControl } from '../../domain/automations/execution.service';
+import type { CampaignSendControl } from '../../domain/campaigns/campaign-steering';
 
 /** What activities need from the outside world; the worker builds it once, tests may build their own. */
 export interface ActivityDeps {
@@ -15,6 +16,6 @@ export interface ActivityDeps {
   domainChecks?: DomainCheckSettings;
   /** Where campaign messages are rendered (the worker's thread pool); inline when absent. */
   renderPool?: RenderPool;
-  /** The worker's Temporal client, for activities that steer other runs (cancel-all). */
-  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'>;
+  /** The worker's Temporal client, for activities that steer other runs (cancel-all, a project reset). */
+  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> & Pick<CampaignSendControl, 'cancelCampaignSend'>;
 }

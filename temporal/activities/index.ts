@@ -6,6 +6,7 @@ import { createCampaignActivities } from './campaign.activities';
 import { createSegmentActivities } from './segment.activities';
 import { createAutomationActivities } from './automation.activities';
 import { createAccountActivities } from './account.activities';
+import { createProjectResetActivities } from './project-reset.activities';
 
 /** All activities, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSegmentActivities(deps),
     ...createAutomationActivities(deps),
     ...createAccountActivities(deps),
+    ...createProjectResetActivities(deps),
   };
 }
 

@@ -10,3 +10,4 @@ export { segmentRecomputeSweep } from './segment-recompute-sweep.workflow';
 export { automationRun } from './automation-run.workflow';
 export { automationCancelAll } from './automation-cancel-all.workflow';
 export { accountEmail } from './account-email.workflow';
+export { projectReset } from './project-reset.workflow';

@@ -97,6 +97,9 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
         "from after to",
     ("GET /analytics/campaign-stats", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
         "from after to",
+    # A reset is confirmed by the project's name (server state).
+    ("POST /users/@me/projects/{id}/reset", 422, "VALIDATION_ERROR", frozenset({"confirmation_mismatch"})):
+        "confirm is not the project's name (server state)",
     ("GET /activity", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
         "from after to",
     ("GET /activity/stats", 422, "VALIDATION_ERROR", frozenset({"invalid_range"})):
