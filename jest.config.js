@@ -5,6 +5,8 @@
  *   its global setup finds (or fetches once, with Maven) the time-skipping test server some of them need;
  * - stack: the real stack (Postgres, Temporal, SMTP capture, DNS, the API and worker processes), which the stack
  *   tier's global setup starts once; schemathesis runs here too.
+ * A fourth, faults (test/faults: fault injection on stacks of their own, several minutes), runs only when selected:
+ * `npm run test:faults`; `npm test` selects the three above.
  * A project's global setup runs only when the run selects one of its tests, so the unit tier never boots the stack.
  * @type {import('jest').Config}
  */
@@ -24,6 +26,8 @@ module.exports = {
     tier('unit', ['unit']),
     tier('workflow', ['workflows'], { globalSetup: '<rootDir>/test/workflow-global-setup.ts' }),
     tier('stack', ['integration', 'fuzz'], { globalSetup: '<rootDir>/test/global-setup.ts', globalTeardown: '<rootDir>/test/global-teardown.ts' }),
+    // Fault injection (test/faults): each file starts a stack of its own (test/helpers/own-stack.ts) and breaks it.
+    tier('faults', ['faults']),
   ],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   testTimeout: 60_000,

@@ -2,8 +2,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection, Client } from '@temporalio/client';
-import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/services/stack';
+import { startInfrastructure, startTsProcess, waitForHttp, waitForWorker } from '../scripts/services/stack';
 import { freePort, type ManagedProcess } from '../scripts/services/process';
 import type { TestStackEnv } from './stack-env';
 import { startSmtpCapture } from './support/smtp-capture';
@@ -11,23 +10,6 @@ import { startDnsServer } from './support/dns-server';
 
 declare global {
   var __MAILWRIGHT_STACK__: { stop(): Promise<void> } | undefined;
-}
-
-/** Waits until a worker polls the task queue, so tests never race the worker's start. */
-async function waitForWorker(address: string, taskQueue: string, timeoutMs: number): Promise<void> {
-  const connection = await Connection.connect({ address });
-  const client = new Client({ connection });
-  const deadline = Date.now() + timeoutMs;
-  try {
-    for (;;) {
-      const res = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: 1 });
-      if ((res.pollers ?? []).length > 0) return;
-      if (Date.now() > deadline) throw new Error(`No worker polled ${taskQueue} within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } finally {
-    await connection.close();
-  }
 }
 
 /**

@@ -6,6 +6,7 @@ import { AppError, validationError } from '../../domain/errors';
 import type { AppContext, AppState } from '../context';
 import { logger } from '../../domain/logger';
 import { zodFieldErrors } from '../validation';
+import { isDatabaseUnavailable } from '../../domain/db/unavailable';
 
 /** SPEC.md › Errors envelope. */
 function errorBody(err: AppError, requestId: string) {
@@ -46,9 +47,12 @@ function fromHttpError(err: { status?: number; statusCode?: number; type?: strin
 /**
  * Database refusals a request can cause, as a safety net behind validation: a unique index that a concurrent twin
  * request won (check-then-insert races) is 409; a value Postgres cannot store or read (SQLSTATE class 22, data
- * exception) is 422. Anything else stays a 500.
+ * exception) is 422; the database being away is 503 (retry later). Anything else stays a 500.
  */
 function fromDatabaseError(err: unknown): AppError | undefined {
+  if (isDatabaseUnavailable(err)) {
+    return new AppError(503, 'SERVICE_UNAVAILABLE', 'The database is temporarily unavailable', { suggestion: 'Retry the request in a few seconds.' });
+  }
   if (err instanceof UniqueConstraintViolationException || (err as { code?: string })?.code === '23505') {
     return new AppError(409, 'CONFLICT', 'A concurrent request changed the same resource first', { suggestion: 'Read the resource again, then retry.' });
   }

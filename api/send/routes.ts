@@ -2,7 +2,7 @@ import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
 import { IDEMPOTENCY_KEY, MAX_RECIPIENTS, SendBody, SendResponse } from './schema';
 import { errorResponses } from '../common.schema';
-import { acceptSend } from '../../domain/emails/send.service';
+import { acceptSend, sendStored, type AcceptedEmail } from '../../domain/emails/send.service';
 import { withIdempotency } from '../../domain/idempotency/idempotency';
 import { badRequest } from '../../domain/errors';
 import type { Address } from '../../domain/emails/email.entity';
@@ -44,10 +44,20 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
       if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
         throw badRequest('Invalid Idempotency-Key header', 'Use at most 255 printable ASCII characters, e.g. a UUID.');
       }
-      const result = await withIdempotency(ctx.state.em, { projectId: principal.projectId, key, body }, async () => {
+      const respond = (accepted: AcceptedEmail[]) => ({
+        success: true as const,
+        data: {
+          emails: accepted.map((a) => ({ contact: { id: a.contactId, email: a.contactEmail }, email: a.emailId })),
+          timestamp: new Date().toISOString(),
+        },
+      });
+      type Response = ReturnType<typeof respond>;
+      const isStored = (reserved: Response) => sendStored(ctx.state.em, reserved.data.emails.map((e) => e.email));
+      const result = await withIdempotency(ctx.state.em, { projectId: principal.projectId, key, body, isStored }, async (reserve) => {
         const from = body.from === undefined ? undefined : toAddress(body.from);
         if (from && !from.name && body.name) from.name = body.name;
-        const accepted = await acceptSend(
+        let response: Response | undefined;
+        await acceptSend(
           ctx.state.em,
           { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains, templateCache: deps.caches.templates, limits: deps.config.limits },
           {
@@ -65,17 +75,11 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
             attachments: body.attachments,
             tracking: body.tracking,
           },
+          // With an Idempotency-Key, the response is reserved before the emails are stored: a retry after this process
+          // dies replays it if they were stored, and sends them again only if they were not.
+          { beforeStore: (accepted) => reserve((response = respond(accepted))) },
         );
-        return {
-          status: 200,
-          body: {
-            success: true as const,
-            data: {
-              emails: accepted.map((a) => ({ contact: { id: a.contactId, email: a.contactEmail }, email: a.emailId })),
-              timestamp: new Date().toISOString(),
-            },
-          },
-        };
+        return { status: 200, body: response! };
       });
       if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
       return { status: result.status, body: result.body };

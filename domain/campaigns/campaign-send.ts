@@ -3,6 +3,7 @@ import type { PoolClient } from 'pg';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../config';
 import { preparedQuery } from '../prepared';
+import { isDatabaseUnavailable } from '../db/unavailable';
 import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { logger } from '../logger';
 import { emailOutcomes, type EmailOutcomeStatus } from '../metrics';
@@ -393,6 +394,9 @@ async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw
 /** The status an outcome leaves its email in, as /metrics counts it. */
 const CAMPAIGN_OUTCOME_STATUS: Record<Outcome['kind'], EmailOutcomeStatus> = { sent: 'sent', rejected: 'bounced', retry: 'retry', skipped: 'cancelled', invalid: 'failed' };
 
+/** How long a batch of outcomes is retried while the database is away before the activity gives up (and resends). */
+const RECORD_RETRY_MS = 60_000;
+
 /**
  * Records outcomes in batches: at most FLUSH_MS after an SMTP reply (or FLUSH_COUNT replies), one statement per
  * kind, each guarded by `status = 'QUEUED'` so a row is counted once however often it is recorded. The counters of
@@ -427,7 +431,7 @@ class OutcomeRecorder {
       if (this.failure) throw this.failure;
       if (batch.length === 0) return;
       try {
-        await this.record(batch);
+        await this.recordRetrying(batch);
       } catch (err) {
         this.failure = err;
         throw err;
@@ -457,6 +461,24 @@ class OutcomeRecorder {
       [rows.map((o) => o.id), rows.map((o) => o.reason), this.campaignId],
     );
     return r!.n;
+  }
+
+  /**
+   * Records a batch, retrying while the database is away (a restart) for up to RECORD_RETRY_MS: these messages were
+   * sent, and an outcome given up would send them again on the retry of the activity. Safe to repeat: every statement
+   * is guarded by `status = 'QUEUED'`. The timer keeps heartbeating meanwhile, so the activity is not taken for dead.
+   */
+  private async recordRetrying(batch: Outcome[]): Promise<void> {
+    const deadline = Date.now() + RECORD_RETRY_MS;
+    for (let delay = 250; ; delay = Math.min(delay * 2, 2_000)) {
+      try {
+        return await this.record(batch);
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || Date.now() + delay > deadline) throw err;
+        logger.warn({ err, campaignId: this.campaignId, outcomes: batch.length }, 'campaign outcomes not recorded yet: the database is away; retrying');
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
   }
 
   private async record(batch: Outcome[]): Promise<void> {

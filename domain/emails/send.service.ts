@@ -52,12 +52,14 @@ const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
  * gives each recipient in sequence its own contact upsert and its own composed email (Liquid over the contact's data,
  * the call's data and the always-available variables, tracking and, for marketing mail, the unsubscribe headers). The
  * call returns once the emails are stored and their delivery workflow has started (EmailIntake). Nothing is stored
- * for an invalid request: every check that can fail runs first.
+ * for an invalid request: every check that can fail runs first. `hooks.beforeStore` runs once everything is checked,
+ * just before the emails are stored (an idempotent request reserves its response there).
  */
 export async function acceptSend(
   em: EntityManager,
   deps: { intake: EmailIntake; contacts: ContactIntake; domainCache?: DomainStatusCache; templateCache?: TemplateCache; limits: SendLimits },
   req: SendRequest,
+  hooks: { beforeStore?: (accepted: AcceptedEmail[]) => Promise<void> } = {},
 ): Promise<AcceptedEmail[]> {
   const template = req.templateId ? await templateForSend(em, req.projectId, req.templateId, deps.templateCache) : undefined;
   const resolved = resolveMessage(template, { from: req.from, replyTo: req.replyTo, subject: req.subject, body: req.body });
@@ -97,6 +99,7 @@ export async function acceptSend(
   const attachmentIds = attachments.length ? await storeAttachments(em, req.projectId, attachments) : [];
   const emails: NewEmail[] = composed.map((e) => newEmailOf(e, req.projectId, attachmentIds));
   try {
+    await hooks.beforeStore?.(accepted);
     await deps.intake.submit(req.projectId, emails);
   } catch (err) {
     // The caller is told nothing was accepted: its files go too, unless some of its emails may still be sent. Best
@@ -129,4 +132,11 @@ function decodeAttachments(items: AttachmentInput[], limits: SendLimits): Decode
     ids.add(a.contentId);
   });
   return decoded;
+}
+
+/** Whether the emails of an accepted send were stored (the intake stores a call's emails with one statement: all or none). */
+export async function sendStored(em: EntityManager, emailIds: string[]): Promise<boolean> {
+  if (!emailIds.length) return false;
+  const [row] = await em.execute<{ n: number }[]>(`select count(*)::int as n from emails where id = any(?::uuid[])`, [`{${emailIds.join(',')}}`]);
+  return (row?.n ?? 0) > 0;
 }

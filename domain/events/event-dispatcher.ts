@@ -166,6 +166,10 @@ export class EventDispatcher {
   ) {
     this.pool = new Pool({ connectionString: databaseUrl, application_name: 'mailwright-outbox', max: opts.poolMax ?? Math.max(2, consumers.length * 2 + 1) });
     this.pool.on('error', (err) => logger.warn({ err }, 'event dispatcher: idle connection failed'));
+    // The pool listens on idle connections only: one checked out (a round's transaction, while a consumer runs) that the
+    // server closes (Postgres restarted) emits 'error' on the client, which without a listener kills the worker.
+    // The query in flight, or the next one, fails and the round is retried.
+    this.pool.on('connect', (client) => client.on('error', (err) => logger.warn({ err }, 'event dispatcher: connection failed')));
     this.shardsPerRound = opts.shardsPerRound ?? OUTBOX_SHARDS / 2;
   }
 

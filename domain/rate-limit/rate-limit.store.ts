@@ -67,6 +67,8 @@ export class PgRateLimitStore implements RateLimitStore {
     });
     // A dropped idle connection must not crash the process; the next sync reconnects.
     this.pool.on('error', (err) => logger.warn({ err }, 'rate limit connection lost'));
+    // Nor one checked out when the server closes it (the pool listens on idle ones only); the sync in flight fails.
+    this.pool.on('connect', (client) => client.on('error', (err) => logger.warn({ err }, 'rate limit connection lost')));
   }
 
   async sync(rows: SyncRow[], windowMs: number): Promise<SyncResult[]> {

@@ -5,6 +5,7 @@ import { startTemporalDevServer } from './temporal-server';
 import { startMailbox } from './mailbox';
 import { startProcess, waitForPort, type ManagedProcess } from './process';
 import { initOrm, migrate } from '../../domain/orm';
+import { Connection, Client } from '@temporalio/client';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -121,4 +122,21 @@ export function startTsProcess(
 export async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
   const u = new URL(url);
   await waitForPort(u.hostname, Number(u.port), timeoutMs, url);
+}
+
+/** Waits until a worker polls the task queue, so a caller never races the worker's start. */
+export async function waitForWorker(address: string, taskQueue: string, timeoutMs: number): Promise<void> {
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      const res = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: 1 });
+      if ((res.pollers ?? []).length > 0) return;
+      if (Date.now() > deadline) throw new Error(`No worker polled ${taskQueue} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    await connection.close();
+  }
 }

@@ -4,6 +4,7 @@ import { api } from '../helpers/api';
 import { closeDb, db } from '../helpers/db';
 import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
 import { stackEnv } from '../stack-env';
+import { pooled } from '../helpers/pooled';
 
 /**
  * `kill -9` of the worker while 1,000 automation runs wait, then a new worker: every run must finish, every contact
@@ -68,21 +69,6 @@ async function step(workflowId: string, type: string, config: Record<string, unk
 
 async function transition(workflowId: string, from: string, to: string, branch?: string): Promise<void> {
   await ok(await call('POST', `/workflows/${workflowId}/transitions`, { fromStepId: from, toStepId: to, ...(branch ? { branch } : {}) }), 201);
-}
-
-/** Runs `fn` over `items` with at most `limit` calls at once; results in order. */
-async function pooled<T, R>(items: T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!, i);
-      }
-    }),
-  );
-  return out;
 }
 
 /** Tracks `event` for each address through /v1/track with the public key; returns the event ids. */

@@ -31,6 +31,28 @@ describe('error renderer', () => {
     expect(res.body.error.requestId).toBeTruthy();
   });
 
+  test('the database being away (stopped, starting up, connection cut) is a 503 SERVICE_UNAVAILABLE envelope, not a 500', async () => {
+    const away = [
+      Object.assign(new Error('connect ENOENT /tmp/pg/.s.PGSQL.5432'), { code: 'ENOENT', syscall: 'connect' }),
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      new Error('Connection terminated unexpectedly'),
+    ];
+    for (const err of away) {
+      const res = await call(() => {
+        throw err;
+      });
+      expect([err.message, res.status, res.body.error.code]).toEqual([err.message, 503, 'SERVICE_UNAVAILABLE']);
+      expect(JSON.stringify(res.body)).not.toMatch(/PGSQL|127\.0\.0\.1/);
+    }
+    // A missing file is no database outage.
+    const file = await call(() => {
+      throw Object.assign(new Error("ENOENT: no such file or directory, open '/x'"), { code: 'ENOENT', syscall: 'open' });
+    });
+    expect(file.status).toBe(500);
+  });
+
   test('an AppError keeps its status, code, field errors and suggestion', async () => {
     const res = await call(() => {
       throw new AppError(409, 'DOMAIN_EXISTS', 'Conflict', { errors: [{ field: 'a', message: 'm', code: 'c' }], suggestion: 'do y' });
