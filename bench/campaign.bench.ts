@@ -5,42 +5,20 @@
 // Options (env): RECIPIENTS (100000), WORKERS (worker processes, 1), BODY (campaign | html: the MJML newsletter of
 // bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS), any CAMPAIGN_* setting, SMTP_POOL_SIZE,
 // WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
-import { SMTPServer } from 'smtp-server';
 import { startBenchStack, benchProject } from './stack';
 import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
 import { freePort } from '../scripts/services/process';
 import { cpuByProcess, rssMb } from './proc';
+import { startTimingSink } from './smtp-sink';
 
 const RECIPIENTS = Number(process.env.RECIPIENTS ?? 100_000);
 const WORKERS = Number(process.env.WORKERS ?? 1);
 const BODY = process.env.BODY === 'html' ? HTML_BODY : CAMPAIGN_BODY;
 const DOMAIN = 'bench.example.test';
 
-/** A sink that accepts every message and counts deliveries per envelope recipient. */
-async function startCountingSink(port: number) {
-  const perRecipient = new Map<string, number>();
-  let messages = 0;
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    size: 50 * 1024 * 1024,
-    onData(stream, session, callback) {
-      stream.on('data', () => undefined);
-      stream.on('end', () => {
-        messages++;
-        for (const r of session.envelope.rcptTo) perRecipient.set(r.address, (perRecipient.get(r.address) ?? 0) + 1);
-        callback();
-      });
-    },
-  });
-  server.on('error', () => undefined); // a client killed mid-transaction resets its connections; nothing to do
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { perRecipient, messages: () => messages, url: `smtp://127.0.0.1:${port}`, stop: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 async function main() {
-  const sink = await startCountingSink(await freePort());
+  const sink = await startTimingSink(await freePort());
   // The worker's campaign settings (CAMPAIGN_PARTITIONS, CAMPAIGN_CHUNK_SIZE, CAMPAIGN_RENDER_THREADS, ...) and
   // SMTP_POOL_SIZE pass through from this environment.
   const workerEnv = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && (k.startsWith('CAMPAIGN_') || k === 'SMTP_POOL_SIZE'))) as Record<string, string>;
@@ -102,7 +80,7 @@ async function main() {
     clearInterval(sampler);
     const cpuAfter = cpuByProcess(pids);
     const stats = await call('GET', `/campaigns/${id}/stats`).catch((err: unknown) => ({ error: String(err) }));
-    const counts = [...sink.perRecipient.values()];
+    const counts = [...sink.arrivals.values()].map((a) => a.length);
     const report = {
       date: new Date().toISOString().slice(0, 10),
       recipients: RECIPIENTS,
@@ -116,9 +94,9 @@ async function main() {
       // since start (VmHWM, which includes bundling the workflow code at start-up).
       workerRssMb: { beforeSend: idleRss, maxWhileSending: sendingRss, peakSinceStart: workerPids.map((pid) => rssMb(pid, 'VmHWM')) },
       sinkMessages: sink.messages(),
-      distinctRecipients: sink.perRecipient.size,
+      distinctRecipients: sink.arrivals.size,
       duplicates: counts.reduce((n, c) => n + c - 1, 0),
-      everyRecipientOnce: sink.perRecipient.size === RECIPIENTS && counts.every((c) => c === 1),
+      everyRecipientOnce: sink.arrivals.size === RECIPIENTS && counts.every((c) => c === 1),
       stats,
     };
     console.log(JSON.stringify(report, null, 2));

@@ -4,6 +4,7 @@ import { expectStatus, projectWithDomain } from '../helpers/automations';
 import { closeDb, db, waitForEmailStatus } from '../helpers/db';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { ACTIVITY_TYPE_NAMES } from '../../domain/activity/activity-types';
+import { waitFor } from '../helpers/wait';
 
 /**
  * The activity feed and its counts, after a mixed load through the real API and worker: transactional sends (one
@@ -26,16 +27,6 @@ let scheduledId = '';
 let automationId = '';
 let waitingAutomationId = '';
 let contactA = '';
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 /** Every outbox row of the project's events consumed by the analytics consumer (the rollups are complete). */
 async function rollupsCaughtUp(): Promise<void> {

@@ -6,6 +6,7 @@ import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { makePng } from '../helpers/images';
 import { seedContacts } from '../helpers/seed';
 import { stackEnv } from '../stack-env';
+import { waitFor } from '../helpers/wait';
 
 /**
  * A project reset through the real API and worker: a project with 100,000 contacts, events, a scheduled campaign, an
@@ -27,16 +28,6 @@ async function counts(projectId: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const t of tables) out[t] = (await db().query<{ n: number }>(`select count(*)::int as n from ${t} where project_id = $1`, [projectId])).rows[0]!.n;
   return out;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 let campaignId = '';

@@ -1,60 +1,37 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { api } from '../helpers/api';
 import { closeDb, db, waitForEmailStatus } from '../helpers/db';
 import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
-import { makeCert, snsSign as signAsSns, type SnsFields } from '../helpers/sns';
+import { makeCert, snsSign as signAsSns, startFakeSns, type SnsFields } from '../helpers/sns';
+import { stackEnv } from '../stack-env';
 
 // The test plays Amazon SNS: its own RSA key and self-signed certificate (openssl), served from a loopback HTTP
 // server that the test stack accepts (SNS_CERT_URL_PATTERN in test/global-setup.ts), and messages signed over the
 // canonical string exactly as SNS signs them. The emails are real: sent through /v1/send and the SMTP capture server.
 
 const TOPIC = 'arn:aws:sns:us-east-1:123456789012:mailwright-ses';
-const makeKey = (name: string) => {
-  const { key, pem } = makeCert(name);
-  return { key, certPem: pem };
-};
-const signer = makeKey('signer');
-const impostor = makeKey('impostor');
+const impostor = makeCert('impostor');
 
 type Fields = SnsFields;
-const snsSign = (msg: Fields, key: KeyObject = signer.key): Fields => signAsSns(msg, key);
-
-let server: http.Server;
-let base: string;
-/** Paths the fake SNS served since the test began, in order: certificates and subscription confirmations. */
-let hits: string[] = [];
-/** Certificate downloads over the whole file: the API caches the key by URL. */
-let certFetches = 0;
+/** The fake SNS (test/helpers/sns.ts): its certificate, the paths it served, notifications signed by its key. */
+let sns: Awaited<ReturnType<typeof startFakeSns>>;
+const snsSign = (msg: Fields, key: KeyObject = sns.signer.key): Fields => signAsSns(msg, key);
 
 let project: TestProject;
 let domain: string;
 
 beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    hits.push(req.url!);
-    if (req.url === '/SimpleNotificationService-test.pem') {
-      certFetches++;
-      return void res.end(signer.certPem);
-    }
-    if (req.url?.startsWith('/?Action=ConfirmSubscription')) {
-      return void res.writeHead(200, { 'content-type': 'text/xml' }).end('<ConfirmSubscriptionResponse/>');
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  sns = await startFakeSns({ topic: TOPIC, apiUrl: stackEnv().apiUrl });
   project = await createTestProject();
   domain = uniqueDomain();
   await addVerifiedDomain(project.projectId, domain);
 });
 afterAll(async () => {
   await closeDb();
-  await new Promise((r) => server.close(r));
+  await sns.stop();
 });
 beforeEach(() => {
-  hits = [];
+  sns.hits.length = 0;
 });
 
 const rcpt = () => `rcpt-${randomUUID().slice(0, 8)}@example.com`;
@@ -73,46 +50,9 @@ async function sentEmail(opts: { subscribed?: boolean } = {}): Promise<{ emailId
 }
 
 /** An SES identity notification about one email, carrying our Message-ID the way SES reports original headers. */
-function sesReport(kind: 'Delivery' | 'Bounce' | 'Complaint', messageId: string, to: string, part: Record<string, unknown>): string {
-  const key = kind.toLowerCase();
-  return JSON.stringify({
-    notificationType: kind,
-    mail: {
-      timestamp: new Date().toISOString(),
-      messageId: `0100019${randomUUID().replace(/-/g, '')}-000000`,
-      source: `news@${domain}`,
-      destination: [to],
-      headersTruncated: false,
-      headers: [{ name: 'Message-ID', value: messageId }],
-      commonHeaders: { messageId, subject: 'Hello', to: [to] },
-    },
-    [key]: part,
-  });
-}
-
-const notification = (message: string, over: Fields = {}, key = signer.key): Fields =>
-  snsSign(
-    {
-      Type: 'Notification',
-      MessageId: randomUUID(),
-      TopicArn: TOPIC,
-      Subject: undefined,
-      Message: message,
-      Timestamp: new Date().toISOString(),
-      SignatureVersion: '2',
-      SigningCertURL: `${base}/SimpleNotificationService-test.pem`,
-      UnsubscribeURL: `${base}/?Action=Unsubscribe`,
-      ...over,
-    },
-    key,
-  );
-
-/** Posts as SNS does: the JSON envelope with content-type text/plain. */
-const post = (body: Fields | string) =>
-  api('POST', '/webhooks/sns', {
-    raw: typeof body === 'string' ? body : JSON.stringify(body),
-    headers: { 'content-type': 'text/plain; charset=UTF-8', ...(typeof body === 'string' ? {} : { 'x-amz-sns-message-type': body.Type! }) },
-  });
+const sesReport = (kind: 'Delivery' | 'Bounce' | 'Complaint', messageId: string, to: string, part: Record<string, unknown>) => sns.sesReport(kind, messageId, to, part, `news@${domain}`);
+const notification = (message: string, over: Fields = {}, key?: KeyObject) => sns.notification(message, over, key);
+const post = (body: Fields | string) => sns.post(body);
 
 async function emailEvents(emailId: string): Promise<{ name: string; data: any }[]> {
   const { rows } = await db().query('select name, data from events where email_id = $1 order by id', [emailId]);
@@ -314,18 +254,18 @@ describe('POST /webhooks/sns: authenticity and format', () => {
 
   test('a SigningCertURL off the pattern is 403 INVALID_CERT_URL, and is never fetched', async () => {
     const { emailId, to } = await sentEmail();
-    const port = new URL(base).port;
+    const port = new URL(sns.base).port;
     for (const certUrl of [`http://localhost:${port}/SimpleNotificationService-test.pem`, 'https://sns.evil.example/cert.pem']) {
       const res = await post(notification(sesReport('Delivery', `<${emailId}@${domain}>`, to, { smtpResponse: '250 ok' }), { SigningCertURL: certUrl }));
       expectError(res, 403, 'INVALID_CERT_URL');
     }
-    expect(hits).toEqual([]);
+    expect(sns.hits).toEqual([]);
     expect((await emailRow(emailId)).status).toBe('SENT');
   });
 
   test('SubscriptionConfirmation: verified, then confirmed by fetching SubscribeURL; an off-pattern SubscribeURL is refused unfetched', async () => {
     const token = randomUUID().replace(/-/g, '');
-    const subscribeUrl = `${base}/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=${token}`;
+    const subscribeUrl = `${sns.base}/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=${token}`;
     const confirmation = (url: string) =>
       snsSign({
         Type: 'SubscriptionConfirmation',
@@ -336,20 +276,20 @@ describe('POST /webhooks/sns: authenticity and format', () => {
         SubscribeURL: url,
         Timestamp: new Date().toISOString(),
         SignatureVersion: '1',
-        SigningCertURL: `${base}/SimpleNotificationService-test.pem`,
+        SigningCertURL: `${sns.base}/SimpleNotificationService-test.pem`,
       });
     const res = await post(confirmation(subscribeUrl));
     expect([res.status, res.body]).toEqual([200, { outcome: 'confirmed', events: [] }]);
-    expect(hits.filter((h) => h.startsWith('/?Action=ConfirmSubscription'))).toEqual([`/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=${token}`]);
+    expect(sns.hits.filter((h) => h.startsWith('/?Action=ConfirmSubscription'))).toEqual([`/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=${token}`]);
 
-    hits = [];
-    expectError(await post(confirmation(`http://localhost:${new URL(base).port}/?Action=ConfirmSubscription&Token=${token}`)), 403, 'INVALID_SUBSCRIBE_URL');
-    expect(hits.filter((h) => h.startsWith('/?Action'))).toEqual([]);
+    sns.hits.length = 0;
+    expectError(await post(confirmation(`http://localhost:${new URL(sns.base).port}/?Action=ConfirmSubscription&Token=${token}`)), 403, 'INVALID_SUBSCRIBE_URL');
+    expect(sns.hits.filter((h) => h.startsWith('/?Action'))).toEqual([]);
 
     // A forged confirmation (signed by another key) never makes us call out.
-    hits = [];
+    sns.hits.length = 0;
     expectError(await post(snsSign({ ...confirmation(subscribeUrl), Signature: undefined }, impostor.key)), 403, 'INVALID_SIGNATURE');
-    expect(hits.filter((h) => h.startsWith('/?Action'))).toEqual([]);
+    expect(sns.hits.filter((h) => h.startsWith('/?Action'))).toEqual([]);
   });
 
   test('an UnsubscribeConfirmation is verified and acknowledged', async () => {
@@ -360,18 +300,18 @@ describe('POST /webhooks/sns: authenticity and format', () => {
         Token: 'tok',
         TopicArn: TOPIC,
         Message: 'You have chosen to deactivate subscription',
-        SubscribeURL: `${base}/?Action=ConfirmSubscription&Token=tok`,
+        SubscribeURL: `${sns.base}/?Action=ConfirmSubscription&Token=tok`,
         Timestamp: new Date().toISOString(),
         SignatureVersion: '2',
-        SigningCertURL: `${base}/SimpleNotificationService-test.pem`,
+        SigningCertURL: `${sns.base}/SimpleNotificationService-test.pem`,
       }),
     );
     expect([res.status, res.body]).toEqual([200, { outcome: 'unsubscribed', events: [] }]);
-    expect(hits.filter((h) => h.startsWith('/?Action'))).toEqual([]);
+    expect(sns.hits.filter((h) => h.startsWith('/?Action'))).toEqual([]);
   });
 
   test('the signing certificate was downloaded once for the whole file: the API caches it by URL', () => {
-    expect(certFetches).toBe(1);
+    expect(sns.certFetches()).toBe(1);
   });
 
   test('malformed bodies are 400, never 500', async () => {
