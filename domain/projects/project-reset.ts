@@ -33,7 +33,7 @@ export interface ProjectResetRow {
 const COLUMNS = `id, project_id as "projectId", status, workflow_id as "workflowId", requested_by as "requestedBy", deleted, error,
                  created_at as "createdAt", finished_at as "finishedAt"`;
 
-export const projectResetWorkflowId = (projectId: string) => `project-reset/${projectId}`;
+const projectResetWorkflowId = (projectId: string) => `project-reset/${projectId}`;
 
 export interface ProjectResetStarter {
   startProjectReset(input: { projectId: string; resetId: string }): Promise<string>;

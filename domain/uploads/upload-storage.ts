@@ -106,7 +106,7 @@ export function uploadStorageFor(uploads: Config['uploads']): UploadStorage {
 }
 
 /** The storage the configuration selects: S3 when S3_BUCKET is set, else the local folder UPLOADS_DIR. */
-export function createUploadStorage(uploads: Config['uploads']): UploadStorage {
+function createUploadStorage(uploads: Config['uploads']): UploadStorage {
   const s3 = uploads.s3;
   if (!s3) return new LocalDiskStorage(uploads.dir);
   const client = new S3Client({

@@ -1,7 +1,7 @@
 import { ApplicationFailure, CancellationScope, ContinueAsNew, continueAsNew, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ProjectResetActivities } from '../activities/project-reset.activities';
 
-export interface ProjectResetInput {
+interface ProjectResetInput {
   projectId: string;
   resetId: string;
   /** Where a continued run goes on: the step the last chunk named (the stop step is done). */
