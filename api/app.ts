@@ -17,12 +17,15 @@ import { campaignRoutes } from './campaigns/routes';
 import { automationRoutes } from './automations/routes';
 import { analyticsRoutes } from './analytics/routes';
 import { activityRoutes } from './activity/routes';
+import { reputationRoutes } from './reputation/routes';
 import { authRoutes } from './auth/routes';
 import { userRoutes } from './users/routes';
+import { projectRoutes } from './projects/routes';
 import { systemRoutes, docsRoutes } from './system/routes';
 import { publicRoutes } from './public/routes';
 import { webhookRoutes } from './webhooks/routes';
 import { uploadRoutes } from './uploads/routes';
+import { billingRoutes } from './billing/routes';
 
 /**
  * Every route of the API, registered once. Registration reads only `deps.config`; handlers use the rest when they run
@@ -30,7 +33,7 @@ import { uploadRoutes } from './uploads/routes';
  */
 export function buildRoutes(deps: ApiDeps): Routes {
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, activityRoutes, analyticsRoutes, uploadRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, projectRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, activityRoutes, analyticsRoutes, reputationRoutes, uploadRoutes, billingRoutes, docsRoutes]) register(routes, deps);
   publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
   webhookRoutes(routes, deps); // unauthenticated: infrastructure callbacks, verified by their signatures
   return routes;

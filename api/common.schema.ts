@@ -20,6 +20,7 @@ export function errorResponses(...statuses: number[]): Record<number, { descript
   const text: Record<number, string> = {
     400: 'Malformed request (e.g. invalid JSON)',
     401: 'Missing or invalid credentials (INVALID_API_KEY, UNAUTHORIZED)',
+    402: 'A billing cap of the project would be passed (BILLING_LIMIT_EXCEEDED); nothing was done',
     403: 'Not allowed (project disabled, role too low, unverified sender domain)',
     404: 'Not found',
     409: 'Conflict',

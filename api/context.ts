@@ -9,6 +9,7 @@ import type { ApiPrincipal, KeyLookupCache } from '../domain/projects/project.se
 import type { DomainStatusCache } from '../domain/domains/domain.service';
 import type { TemplateCache } from '../domain/templates/template.service';
 import type { RateLimiter } from '../domain/rate-limit/rate-limiter';
+import type { BillingCache } from '../domain/billing/billing.service';
 
 /** Long-lived dependencies of the API process. */
 export interface ApiDeps {
@@ -22,7 +23,7 @@ export interface ApiDeps {
   /** The per-project API budget; absent when RATE_LIMIT_PER_MINUTE is 0. */
   rateLimiter?: RateLimiter;
   /** Per-process lookups kept fresh by the database change feed. */
-  caches: { keys?: KeyLookupCache; domains?: DomainStatusCache; templates?: TemplateCache };
+  caches: { keys?: KeyLookupCache; domains?: DomainStatusCache; templates?: TemplateCache; billing?: BillingCache };
 }
 
 export interface AppState {

@@ -6,6 +6,7 @@ import { OpenAPIRegistry, type ResponseConfig, type RouteConfig } from '@asteaso
 import type Koa from 'koa';
 import type { AppContext, AppState, ApiDeps } from './context';
 import type { ApiPrincipal } from '../domain/projects/project.service';
+import { authorize, minimumRole, PERMISSIONS, type ProjectAction, type ProjectMember } from '../domain/projects/policy';
 import { requireApiKey, requireSession } from './middleware/auth';
 import { AppError, validationError } from '../domain/errors';
 import { inputProblems, zodFieldErrors } from './validation';
@@ -14,8 +15,15 @@ import { VariantHeaders, earlierSchema, hasVariants, requestedVariant, toEarlier
 
 export type AuthMode = 'secret' | 'public' | 'session' | 'none';
 
+/**
+ * A dashboard route's check of the caller's membership of a project (domain/projects/policy.ts), by the route's
+ * `permission`. The project of the path (`:id`) or body (`projectId`) is checked before the handler runs; this
+ * answers that check, or checks another project.
+ */
+type MemberCheck = (projectId: string) => Promise<ProjectMember>;
+
 /** Who is calling, by the route's auth mode: the key's project (and settings), or the session's user. */
-type Caller<A extends AuthMode> = A extends 'secret' | 'public' ? { principal: ApiPrincipal } : A extends 'session' ? { userId: string } : object;
+type Caller<A extends AuthMode> = A extends 'secret' | 'public' ? { principal: ApiPrincipal } : A extends 'session' ? { userId: string; member: MemberCheck } : object;
 
 type HandlerInput<B, Q, P, A extends AuthMode = AuthMode> = {
   ctx: AppContext;
@@ -37,6 +45,13 @@ export interface RouteDef<B, Q, P, A extends AuthMode = AuthMode> {
   description?: string;
   tags: string[];
   auth: A;
+  /**
+   * Dashboard routes that act on a project: the action of the permission table (domain/projects/policy.ts) the caller's
+   * role must allow. The handler's `member(projectId)` enforces it; the OpenAPI document states it (`x-permission`).
+   */
+  permission?: ProjectAction;
+  /** The action instead of `permission` when the path's `:userId` is the caller's own (leaving a project). */
+  permissionSelf?: ProjectAction;
   body?: ZodType<B>;
   query?: ZodType<Q>;
   params?: ZodType<P>;
@@ -148,7 +163,8 @@ export class Routes {
         const params = parse(def.params, ctx.params, ['params']);
         const variant = variants ? requestedVariant(ctx) : 'current';
         // The auth middleware above set what this route's mode promises.
-        const caller = { principal: ctx.state.principal, userId: ctx.state.userId } as unknown as Caller<A>;
+        const member = await memberCheck(ctx, def, params, body);
+        const caller = { principal: ctx.state.principal, userId: ctx.state.userId, member } as unknown as Caller<A>;
         const result = await def.handler({ ctx, body, query, params, ...caller } as HandlerInput<B, Q, P, A>);
         ctx.status = result.status ?? (result.body === undefined ? 204 : 200);
         if (result.body === undefined) return;
@@ -219,7 +235,8 @@ export class Routes {
       method: def.method,
       path: def.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'),
       summary: def.summary,
-      description: def.description,
+      description: def.permission ? `${def.description ? `${def.description}\n\n` : ''}${permissionText(def.permission, def.permissionSelf)}` : def.description,
+      ...(def.permission ? { 'x-permission': permissionDoc(def.permission, def.permissionSelf) } : {}),
       tags: def.tags,
       security: SECURITY[def.auth],
       request: {
@@ -238,11 +255,42 @@ export class Routes {
   }
 }
 
+/**
+ * The membership check of a route with a `permission`: the project it names (path `:id`, else body `projectId`) is
+ * checked now, before the handler does anything (404 not a member, 403 a role too low), and `member()` answers it.
+ */
+async function memberCheck(ctx: AppContext, def: Pick<RouteDef<unknown, unknown, unknown>, 'method' | 'path' | 'permission' | 'permissionSelf'>, params: unknown, body: unknown): Promise<MemberCheck> {
+  const userId = ctx.state.userId!;
+  const named = (params as { id?: unknown; userId?: unknown } | undefined) ?? {};
+  const action = def.permissionSelf && named.userId === userId ? def.permissionSelf : def.permission;
+  const check = (projectId: string) => {
+    if (!action) throw new Error(`${def.method.toUpperCase()} ${def.path} checks a project membership but declares no permission`);
+    return authorize(ctx.state.em, userId, projectId, action);
+  };
+  const projectId = typeof named.id === 'string' ? named.id : (body as { projectId?: unknown } | undefined)?.projectId;
+  if (!action || typeof projectId !== 'string') return check;
+  const checked = await check(projectId);
+  return async (id) => (id === projectId ? checked : check(id));
+}
+
+/** The sentence of an operation's description that states its permission. */
+function permissionText(action: ProjectAction, self?: ProjectAction): string {
+  const who = (a: ProjectAction) => ({ OWNER: 'an OWNER', ADMIN: 'an ADMIN or OWNER', MEMBER: 'any member' })[minimumRole(a)];
+  const own = self ? ` For your own userId: \`${self}\`, ${who(self)}.` : '';
+  return `Permission \`${action}\`: ${who(action)} of the project (${PERMISSIONS[action][1]}).${own} Not a member: 404; a lower role: 403 FORBIDDEN.`;
+}
+
+/** `x-permission` of an operation: the action of the permission table and its minimum role (and the one for oneself). */
+function permissionDoc(action: ProjectAction, self?: ProjectAction) {
+  return { action, minimumRole: minimumRole(action), ...(self ? { self: { action: self, minimumRole: minimumRole(self) } } : {}) };
+}
+
 /** Statuses that the shared middleware (auth, rate limit, body parsing, input checks) can answer on a route. */
-function implicitErrorStatuses(def: Pick<RouteDef<unknown, unknown, unknown>, 'auth' | 'body' | 'query' | 'params' | 'rawBody' | 'path'>): number[] {
+function implicitErrorStatuses(def: Pick<RouteDef<unknown, unknown, unknown>, 'auth' | 'body' | 'query' | 'params' | 'rawBody' | 'path' | 'permission'>): number[] {
   const statuses = new Set<number>();
   if (def.auth === 'secret' || def.auth === 'public') [401, 403, 429].forEach((s) => statuses.add(s));
   if (def.auth === 'session') statuses.add(401);
+  if (def.permission) [403, 404].forEach((s) => statuses.add(s)); // a role too low; not a member
   if (def.body) {
     statuses.add(413);
     if (!def.rawBody) statuses.add(400); // malformed JSON, form or multipart

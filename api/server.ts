@@ -17,6 +17,7 @@ import { buildRegistry } from '../domain/registry';
 import { enableProcessMetrics } from '../domain/metrics';
 import { databaseCheck } from '../domain/health';
 import { startMetricsServer } from './metrics-server';
+import { createBillingCache } from '../domain/billing/billing.service';
 
 /** Starts the HTTP API; resolves with a function that stops it gracefully. */
 export async function startApi(): Promise<{ server: http.Server; stop: () => Promise<void> }> {
@@ -40,7 +41,7 @@ export async function startApi(): Promise<{ server: http.Server; stop: () => Pro
     temporal,
     intake,
     contactIntake,
-    caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed), templates: createTemplateCache(feed) },
+    caches: { keys: createKeyLookupCache(feed), domains: createDomainStatusCache(feed), templates: createTemplateCache(feed), billing: createBillingCache(feed) },
     rateLimiter,
   });
   const server = http.createServer(app.callback());

@@ -20,6 +20,9 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(Number(m[1]) * DURATION_UNITS[m[2] as keyof typeof DURATION_UNITS]);
 }
 
+/** A fraction from 0 to 1 (a rate threshold). */
+const rate = z.coerce.number().min(0).max(1);
+
 const duration = (min: number) =>
   z
     .string()
@@ -67,6 +70,26 @@ const DEFAULT_SNS_URL_PATTERN = '^https://sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.
 
 /** A host name for SPF's include: mechanism. */
 const spfInclude = z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/i, 'must be a host name');
+
+const PLAN_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const planCap = z.number().int().min(0).nullable().optional();
+/** `BILLING_PLANS`: JSON `{ "<plan>": { "price"?: "<Stripe price id>", "emails"?, "contacts"?, "events"? } }`; a cap left out or null is none. */
+const billingPlans = z.string().transform((v, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be JSON: {"pro": {"price": "price_...", "emails": 100000, "contacts": 10000, "events": null}}' });
+    return z.NEVER;
+  }
+  const plan = z.object({ price: z.string().min(1).optional(), emails: planCap, contacts: planCap, events: planCap }).strict();
+  const parsed = z.record(z.string().regex(PLAN_NAME, 'plan names are lowercase letters, digits, - and _'), plan).safeParse(json);
+  if (!parsed.success) {
+    for (const i of parsed.error.issues) ctx.addIssue({ code: 'custom', message: `${i.path.join('.')}: ${i.message}` });
+    return z.NEVER;
+  }
+  return Object.fromEntries(Object.entries(parsed.data).map(([name, p]) => [name, { price: p.price, emails: p.emails ?? null, contacts: p.contacts ?? null, events: p.events ?? null }]));
+});
 
 const schema = z
   .object({
@@ -147,6 +170,14 @@ const schema = z
       })
       .default([60_000, 300_000, 900_000, 3_600_000]),
     SEGMENT_RECOMPUTE_SWEEP_INTERVAL: duration(1_000).default(5 * 60_000),
+    // Sending reputation (README › Sending reputation): rates as fractions, SES's defaults.
+    REPUTATION_BOUNCE_WARN: rate.default(0.05),
+    REPUTATION_BOUNCE_SUSPEND: rate.default(0.1),
+    REPUTATION_COMPLAINT_WARN: rate.default(0.001),
+    REPUTATION_COMPLAINT_SUSPEND: rate.default(0.005),
+    REPUTATION_MIN_SENT: z.coerce.number().int().min(1).max(100_000_000).default(100),
+    REPUTATION_WINDOW: duration(3_600_000).default(7 * 86_400_000),
+    REPUTATION_CHECK_INTERVAL: duration(1_000).default(15 * 60_000),
     // Metrics and health (README › Metrics and health). Empty (`${METRICS_TOKEN:-}` in a compose file) is unset, and an
     // empty WORKER_METRICS_PORT is off.
     METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional()),
@@ -166,6 +197,7 @@ const schema = z
     SYSTEM_EMAIL_FROM: optionalText(z.string().max(400)),
     EMAIL_VERIFICATION_TTL: duration(60_000).default(48 * 3_600_000),
     PASSWORD_RESET_TTL: duration(60_000).default(3_600_000),
+    INVITATION_TTL: duration(60_000).default(7 * 86_400_000),
     AUTH_THROTTLE_WINDOW: duration(1_000).default(15 * 60_000),
     LOGIN_MAX_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1_000_000).default(10),
     LOGIN_MAX_FAILURES_PER_IP: z.coerce.number().int().min(1).max(1_000_000).default(100),
@@ -180,6 +212,13 @@ const schema = z
     GOOGLE_AUTHORIZE_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://accounts.google.com/o/oauth2/v2/auth')),
     GOOGLE_TOKEN_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://oauth2.googleapis.com/token')),
     GOOGLE_USERINFO_URL: z.preprocess((v) => (v === '' ? undefined : v), z.url().default('https://openidconnect.googleapis.com/v1/userinfo')),
+    // Billing (README › Billing): Stripe when both keys are set; plans and their caps work without it.
+    STRIPE_SECRET_KEY: optionalText(z.string()),
+    STRIPE_WEBHOOK_SECRET: optionalText(z.string()),
+    STRIPE_API_URL: optionalText(z.url()),
+    BILLING_PLANS: optionalText(billingPlans),
+    BILLING_DEFAULT_PLAN: z.preprocess((v) => (v === '' ? undefined : v), z.string().regex(PLAN_NAME).default('free')),
+    BILLING_RETURN_URL: optionalText(z.url()),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -195,6 +234,9 @@ const schema = z
     }
     if (env.SYSTEM_EMAIL_FROM !== undefined && !systemSender(env.SYSTEM_EMAIL_FROM)) {
       ctx.addIssue({ code: 'custom', path: ['SYSTEM_EMAIL_FROM'], message: 'must be an address, or "Name <address>"' });
+    }
+    if (!env.STRIPE_SECRET_KEY !== !env.STRIPE_WEBHOOK_SECRET) {
+      ctx.addIssue({ code: 'custom', path: [env.STRIPE_SECRET_KEY ? 'STRIPE_WEBHOOK_SECRET' : 'STRIPE_SECRET_KEY'], message: 'STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET go together' });
     }
     for (const key of ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_PUBLIC_URL'] as const) {
       if (env[key] && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: [key], message: 'has no effect without S3_BUCKET (uploads go to UPLOADS_DIR)' });
@@ -299,6 +341,15 @@ function buildConfig(env: z.infer<typeof schema>) {
        */
       recomputeSweepIntervalMs: env.SEGMENT_RECOMPUTE_SWEEP_INTERVAL,
     },
+    reputation: {
+      bounce: { warn: env.REPUTATION_BOUNCE_WARN, suspend: env.REPUTATION_BOUNCE_SUSPEND },
+      complaint: { warn: env.REPUTATION_COMPLAINT_WARN, suspend: env.REPUTATION_COMPLAINT_SUSPEND },
+      /** Rates count only once the window holds at least this many emails sent. */
+      minSent: env.REPUTATION_MIN_SENT,
+      windowMs: env.REPUTATION_WINDOW,
+      /** How often the `reputation-check` schedule evaluates every sending project. */
+      checkIntervalMs: env.REPUTATION_CHECK_INTERVAL,
+    },
     /** Uploaded images (domain/uploads): their size cap, and where their bytes are stored. */
     uploads: {
       maxBytes: env.UPLOADS_MAX_SIZE,
@@ -342,6 +393,8 @@ function buildConfig(env: z.infer<typeof schema>) {
       systemFrom: (env.SYSTEM_EMAIL_FROM !== undefined ? systemSender(env.SYSTEM_EMAIL_FROM) : undefined) ?? defaultSystemSender(publicUrl),
       verificationTtlMs: env.EMAIL_VERIFICATION_TTL,
       resetTtlMs: env.PASSWORD_RESET_TTL,
+      /** How long the link of a project invitation works (INVITATION_TTL). */
+      invitationTtlMs: env.INVITATION_TTL,
       /** Per `windowMs` (a sliding window): failed logins per account and per client address, account emails asked for per address and per client address. */
       throttle: {
         windowMs: env.AUTH_THROTTLE_WINDOW,
@@ -358,6 +411,18 @@ function buildConfig(env: z.infer<typeof schema>) {
           ? { clientId: env.GOOGLE_CLIENT_ID, clientSecret: env.GOOGLE_CLIENT_SECRET, authorizeUrl: env.GOOGLE_AUTHORIZE_URL, tokenUrl: env.GOOGLE_TOKEN_URL, userinfoUrl: env.GOOGLE_USERINFO_URL }
           : undefined,
       },
+    },
+    /** Billing (domain/billing): plans with their caps, and Stripe when configured. */
+    billing: {
+      /** Plans by name: their caps (null: none) and, for plans one can subscribe to, the Stripe price. */
+      plans: env.BILLING_PLANS ?? {},
+      /** The plan of a project that never subscribed, or whose subscription ended. */
+      defaultPlan: env.BILLING_DEFAULT_PLAN,
+      /** Where Stripe sends the browser back after checkout or the billing portal. */
+      returnUrl: (env.BILLING_RETURN_URL ?? publicUrl).replace(/\/$/, ''),
+      stripe: env.STRIPE_SECRET_KEY && env.STRIPE_WEBHOOK_SECRET
+        ? { secretKey: env.STRIPE_SECRET_KEY, webhookSecret: env.STRIPE_WEBHOOK_SECRET, apiUrl: env.STRIPE_API_URL }
+        : undefined,
     },
     /** The event outbox (domain/events/event-dispatcher.ts) and the consumers every process registers. */
     events: {

@@ -1,6 +1,7 @@
 import { User } from './users/user.entity';
 import { Project, ProjectReset } from './projects/project.entity';
 import { Membership } from './projects/membership.entity';
+import { Invitation } from './projects/invitation.entity';
 import { Contact } from './contacts/contact.entity';
 import { Event } from './events/event.entity';
 import { Email, EmailAttachment, IdempotencyKey } from './emails/email.entity';
@@ -14,10 +15,12 @@ import { RateLimitWindow } from './rate-limit/rate-limit-window.entity';
 import { Campaign, CampaignStats } from './campaigns/campaign.entity';
 import { CampaignEmailMark, CampaignEventReceipt } from './campaigns/campaign-stats.entity';
 import { OutboxConsumer, OutboxEntry, ProbeReceipt } from './events/outbox.entity';
+import { ProjectSuspension } from './reputation/reputation.entity';
 import { AnalyticsHourly, ContactLastEvent, ContactLastEventHourly, EventNameHourly } from './analytics/analytics.entity';
 import { Upload } from './uploads/upload.entity';
 import { AccountToken, LoginThrottleWindow, OAuthAccount } from './auth/account.entities';
+import { ProjectBilling } from './billing/billing.entity';
 import { Automation, AutomationExecution, AutomationExecutionStep, AutomationStep, AutomationTransition, AutomationVersion } from './automations/automation.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, AccountToken, OAuthAccount, LoginThrottleWindow];
+export const entities = [User, Project, Membership, Invitation, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, ProjectSuspension, AccountToken, OAuthAccount, LoginThrottleWindow, ProjectBilling];

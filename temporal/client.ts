@@ -8,7 +8,7 @@ import { SA } from './search-attributes';
 import { workflowStarts } from '../domain/metrics';
 import type { CampaignSendControl } from '../domain/campaigns/campaign-steering';
 import type * as workflows from './workflows';
-import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
+import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
 const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
@@ -124,6 +124,11 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
   /** A verification or password reset email (domain/auth/account-emails.ts); the request id names the run. */
   async startAccountEmail(input: AccountEmailRequest & { requestId: string }): Promise<string> {
     return this.startOnce('accountEmail', workflowIds.accountEmail(input.requestId), [{ purpose: input.purpose, email: input.email }], []);
+  }
+
+  /** A project invitation email (domain/auth/account-emails.ts); the request id names the run, ProjectId finds it. */
+  async startInvitationEmail(input: { projectId: string; invitationId: string; requestId: string }): Promise<string> {
+    return this.startOnce('invitationEmail', workflowIds.invitationEmail(input.requestId), [{ invitationId: input.invitationId }], [{ key: SA.ProjectId, value: input.projectId }]);
   }
 
   /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */
@@ -288,17 +293,32 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
    * worker calls this at start. An existing schedule takes the interval of the worker that started last.
    */
   async ensureSegmentRecomputeSchedule(everyMs: number): Promise<void> {
+    await this.ensureIntervalSchedule(SEGMENT_RECOMPUTE_SCHEDULE_ID, 'segmentRecomputeSweep', [{}], everyMs);
+  }
+
+  /** The `reputation-check` schedule (every REPUTATION_CHECK_INTERVAL), created or brought to the interval given. */
+  async ensureReputationSchedule(everyMs: number): Promise<void> {
+    await this.ensureIntervalSchedule(REPUTATION_SCHEDULE_ID, 'reputationCheck', [], everyMs);
+  }
+
+  /** Runs the reputation check now (the schedule's action, outside its times), for operators and tests. */
+  async triggerReputationCheck(): Promise<void> {
+    await this.client.schedule.getHandle(REPUTATION_SCHEDULE_ID).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+  }
+
+  /** A schedule that starts `workflowType` every `everyMs`, skipping a start while the previous run still runs. */
+  private async ensureIntervalSchedule(scheduleId: string, workflowType: WorkflowName, args: unknown[], everyMs: number): Promise<void> {
     const spec = { intervals: [{ every: everyMs }] };
     try {
       await this.client.schedule.create({
-        scheduleId: SEGMENT_RECOMPUTE_SCHEDULE_ID,
+        scheduleId,
         spec,
-        action: { type: 'startWorkflow', workflowType: 'segmentRecomputeSweep', taskQueue: this.taskQueue, args: [{}] },
+        action: { type: 'startWorkflow', workflowType, taskQueue: this.taskQueue, args },
         policies: { overlap: ScheduleOverlapPolicy.SKIP },
       });
     } catch (err) {
       if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-      await this.client.schedule.getHandle(SEGMENT_RECOMPUTE_SCHEDULE_ID).update((prev) => ({ ...prev, spec }));
+      await this.client.schedule.getHandle(scheduleId).update((prev) => ({ ...prev, spec }));
     }
   }
 

@@ -27,6 +27,8 @@ export const workflowIds = {
   automationCancelAll: (automationId: string, requestId: string) => `automation-cancel-all/${automationId}/${requestId}`,
   /** One verification or password reset email, named after the API request that asked for it. */
   accountEmail: (requestId: string) => `account-email/${requestId}`,
+  /** One project invitation email, named after the API request that asked for it. */
+  invitationEmail: (requestId: string) => `invitation-email/${requestId}`,
   /** A project's reset: one at a time per project (a new run under the same id for each reset). */
   projectReset: (projectId: string) => `project-reset/${projectId}`,
 };
@@ -35,6 +37,8 @@ export const workflowIds = {
 export const EMAIL_SWEEPER_SCHEDULE_ID = 'email-sweeper';
 /** The schedule that starts `segmentRecomputeSweep` (every SEGMENT_RECOMPUTE_SWEEP_INTERVAL, 5 minutes by default). */
 export const SEGMENT_RECOMPUTE_SCHEDULE_ID = 'segment-recompute-sweep';
+/** The schedule that starts `reputationCheck` (every REPUTATION_CHECK_INTERVAL, 15 minutes by default). */
+export const REPUTATION_SCHEDULE_ID = 'reputation-check';
 
 /** domainVerification: runs a check now and returns its result (the handler waits for a check in progress first). */
 export const checkNowUpdate = defineUpdate<DomainCheckResult>('checkNow');

@@ -120,6 +120,7 @@ async function main() {
   const gateway = await TemporalGateway.connect(config().temporal);
   await gateway.ensureEmailSweeperSchedule();
   await gateway.ensureSegmentRecomputeSchedule(config().segments.recomputeSweepIntervalMs);
+  await gateway.ensureReputationSchedule(config().reputation.checkIntervalMs);
   await gateway.close();
   logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
   await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)

@@ -62,6 +62,9 @@ export default async function globalSetup(): Promise<void> {
     // segment to make it due); segments are due only after their project's interval (at least 5 minutes), so the sweep
     // leaves the segments other tests create alone.
     SEGMENT_RECOMPUTE_SWEEP_INTERVAL: '3s',
+    // The reputation check never fires by itself during a run (it would judge every test project that sent 100 emails);
+    // reputation.test.ts triggers it.
+    REPUTATION_CHECK_INTERVAL: '8760h',
     // automation-runs.test.ts: WEBHOOK steps call a receiver on loopback (refused by default, against SSRF); every
     // other non-public address stays refused, which the SSRF test relies on.
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',

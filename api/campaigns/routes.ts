@@ -25,6 +25,7 @@ import {
 } from '../../domain/campaigns/campaign.service';
 import { cancelCampaign, pauseCampaign, resumeCampaign, sendCampaign } from '../../domain/campaigns/campaign-steering';
 import { getCampaignStats } from '../../domain/campaigns/campaign-stats';
+import { billingGuard } from '../billing/guard';
 
 const TAGS = ['Campaigns'];
 
@@ -42,6 +43,7 @@ const EDIT_RULES =
   '`scheduledAt` moves a SCHEDULED campaign to another future time (on a DRAFT: 422 `not_scheduled`; in the past: 422 `in_past`).';
 
 export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
+  const billing = billingGuard(deps);
   routes.add({
     method: 'get',
     path: '/campaigns',
@@ -154,14 +156,15 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
     description:
       'The body is optional. Checks the content, the sender domain (403) and that the audience resolves (422); `scheduledFor` must be in the ' +
       'future (422 `in_past`). A campaign that is not a DRAFT is 409 CAMPAIGN_STATE (of two identical requests, one wins). The send is the ' +
-      'Temporal workflow `campaign-send/<id>`; if Temporal is unreachable the campaign stays a DRAFT and the answer is 503.',
+      'Temporal workflow `campaign-send/<id>`; if Temporal is unreachable the campaign stays a DRAFT and the answer is 503. ' +
+      "An audience that would take the project past its emails cap this month is refused whole (402 `BILLING_LIMIT_EXCEEDED`; the campaign stays a DRAFT).",
     tags: TAGS,
     auth: 'secret',
     params: CampaignIdParams,
     body: SendCampaignBody,
-    responses: { 200: { description: 'The campaign, SENDING or SCHEDULED', schema: CampaignSchema }, ...errorResponses(401, 403, 404, 409, 422, 503) },
+    responses: { 200: { description: 'The campaign, SENDING or SCHEDULED', schema: CampaignSchema }, ...errorResponses(401, 402, 403, 404, 409, 422, 503) },
     handler: async ({ ctx, params, body, principal }) => ({
-      body: presentCampaign(await sendCampaign(ctx.state.em, deps.temporal, principal.projectId, params.id, body.scheduledFor ? { scheduledFor: body.scheduledFor } : {})),
+      body: presentCampaign(await sendCampaign(ctx.state.em, deps.temporal, principal.projectId, params.id, { billing, ...(body.scheduledFor ? { scheduledFor: body.scheduledFor } : {}) })),
     }),
   });
 

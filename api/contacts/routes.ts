@@ -27,6 +27,7 @@ import {
 import { customFieldName, deleteField, fieldValues, listFields } from '../../domain/contacts/contact-fields';
 import { usageRegistry } from '../../domain/usage/usage-registry';
 import { validationError } from '../../domain/errors';
+import { billingGuard } from '../billing/guard';
 
 const TAGS = ['Contacts'];
 
@@ -38,7 +39,8 @@ function decodeOffset(cursor: string | undefined): number {
   return Number(m[1]);
 }
 
-export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
+export function contactRoutes(routes: Routes, deps: ApiDeps): void {
+  const billing = billingGuard(deps);
   // Fixed paths first: /contacts/:id would otherwise take /contacts/fields.
   routes.add({
     method: 'get',
@@ -122,16 +124,19 @@ export function contactRoutes(routes: Routes, _deps: ApiDeps): void {
     method: 'post',
     path: '/contacts',
     summary: 'Create or update a contact by email',
-    description: 'Answers 201 when the contact is new, 200 when it existed. New contacts are subscribed unless `subscribed` is false.',
+    description:
+      'Answers 201 when the contact is new, 200 when it existed. New contacts are subscribed unless `subscribed` is false. ' +
+      "A new contact past the project's contacts cap: 402 `BILLING_LIMIT_EXCEEDED`.",
     tags: TAGS,
     auth: 'secret',
     body: CreateContactBody,
     responses: {
       201: { description: 'Created', schema: ContactWithMetaSchema },
       200: { description: 'Existing contact (updated when anything changed)', schema: ContactWithMetaSchema },
-      ...errorResponses(401, 413, 422),
+      ...errorResponses(401, 402, 413, 422),
     },
     handler: async ({ ctx, body, principal }) => {
+      await billing.assertContacts(ctx.state.em, principal.projectId, [body.email]);
       const r = await createOrUpdateContact(ctx.state.em, principal.projectId, body);
       return { status: r.isNew ? 201 : 200, body: { ...presentContact(r.contact), _meta: { isNew: r.isNew, isUpdate: r.isUpdate } } };
     },

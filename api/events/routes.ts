@@ -9,12 +9,13 @@ import { cursorListSchema } from '../presenters/contact.presenter';
 import { EventSchema, presentEvent } from '../presenters/event.presenter';
 import { deleteEventsByName, eventNames, eventStats, listEvents } from '../../domain/events/event.service';
 import { getContact } from '../../domain/contacts/contact.service';
-import { projectForMember } from '../../domain/projects/project.service';
 import { usageRegistry } from '../../domain/usage/usage-registry';
+import { billingGuard } from '../billing/guard';
 
 const TAGS = ['Events'];
 
 export function eventRoutes(routes: Routes, deps: ApiDeps): void {
+  const billing = billingGuard(deps);
   routes.add({
     method: 'post',
     path: '/events/track',
@@ -22,11 +23,13 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     description: 'Session auth; the project is named in the body and the user must be a member of it.',
     tags: TAGS,
     auth: 'session',
+    permission: 'events.track',
     body: DashboardTrackBody,
-    responses: { 200: { description: 'Recorded', schema: TrackResponse }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, body, userId }) => {
+    responses: { 200: { description: 'Recorded', schema: TrackResponse }, ...errorResponses(401, 402, 404, 422) },
+    handler: async ({ ctx, body, member }) => {
       const { projectId, ...input } = body;
-      await projectForMember(ctx.state.em, userId, projectId);
+      await member(projectId);
+      await billing.assertTrack(ctx.state.em, projectId, input.email);
       const r = await deps.contactIntake.track(projectId, input);
       return { body: { success: true, data: { contact: r.contactId, event: r.eventId, timestamp: new Date(r.timestamp).toISOString() } } };
     },

@@ -6,12 +6,14 @@ import { acceptSend, sendStored, type AcceptedEmail } from '../../domain/emails/
 import { withIdempotency } from '../../domain/idempotency/idempotency';
 import { badRequest } from '../../domain/errors';
 import type { Address } from '../../domain/emails/email.entity';
+import { billingGuard } from '../billing/guard';
 
 function toAddress(v: string | { name?: string; email: string }): Address {
   return typeof v === 'string' ? { email: v } : { email: v.email, name: v.name };
 }
 
 export function sendRoutes(routes: Routes, deps: ApiDeps): void {
+  const billing = billingGuard(deps);
   routes.add({
     method: 'post',
     path: '/v1/send',
@@ -32,13 +34,14 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
       '\n\n`Idempotency-Key` header (optional, at most 255 printable characters): a retry with the same key and body within 24 hours returns ',
       'the first response (with `Idempotent-Replayed: true`) and sends nothing; the same key with a different body is 409 `IDEMPOTENCY_KEY_MISMATCH`, ',
       'and while the first request is in flight 409 `IDEMPOTENCY_KEY_IN_USE`.',
+      '\n\nBilling caps: a call whose recipients would pass the emails (or contacts) cap of the project is refused whole with 402 `BILLING_LIMIT_EXCEEDED`, nothing stored.',
       '\n\nThe call returns once the emails are stored and their delivery workflow has started.',
     ].join(''),
     tags: ['Public API'],
     auth: 'secret',
     body: SendBody,
     bodyLimit: deps.config.limits.sendBody,
-    responses: { 200: { description: 'Accepted for delivery', schema: SendResponse }, ...errorResponses(400, 401, 403, 404, 409, 413, 422, 503) },
+    responses: { 200: { description: 'Accepted for delivery', schema: SendResponse }, ...errorResponses(400, 401, 402, 403, 404, 409, 413, 422, 503) },
     handler: async ({ ctx, body, principal }) => {
       const key = ctx.get('idempotency-key') || undefined;
       if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
@@ -59,7 +62,7 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
         let response: Response | undefined;
         await acceptSend(
           ctx.state.em,
-          { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains, templateCache: deps.caches.templates, limits: deps.config.limits },
+          { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains, templateCache: deps.caches.templates, limits: deps.config.limits, billing },
           {
             projectId: principal.projectId,
             settings: principal.settings,

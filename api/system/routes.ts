@@ -18,7 +18,7 @@ const ConfigSchema = z
   .object({
     signupEnabled: z.boolean(),
     oauthProviders: z.array(z.string()),
-    billing: z.boolean(),
+    billing: z.boolean().meta({ description: 'Whether billing through Stripe is enabled (checkout, billing portal, invoices); caps work either way.' }),
     features: z.record(z.string(), z.boolean()),
   })
   .meta({ id: 'PublicConfig' });
@@ -46,7 +46,7 @@ export function systemRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'none',
     responses: { 200: { description: 'Public configuration', schema: ConfigSchema } },
     handler: async () => ({
-      body: { signupEnabled: deps.config.signupEnabled, oauthProviders: oauthProviders(deps.config), billing: false, features: { transactional: true } },
+      body: { signupEnabled: deps.config.signupEnabled, oauthProviders: oauthProviders(deps.config), billing: Boolean(deps.config.billing.stripe), features: { transactional: true } },
     }),
   });
 

@@ -10,7 +10,6 @@ import {
   createProject,
   deleteProject,
   listProjectsForUser,
-  projectForMember,
   rotateKeys,
   updateProject,
 } from '../../domain/projects/project.service';
@@ -64,11 +63,12 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     summary: 'Update project name and settings (ADMIN or OWNER)',
     tags: ['Dashboard'],
     auth: 'session',
+    permission: 'project.update',
     params: IdParams,
     body: UpdateProjectBody,
     responses: { 200: { description: 'Updated project', schema: ProjectSchema }, ...errorResponses(401, 403, 404, 422) },
-    handler: async ({ ctx, params, body, userId }) => {
-      const { project, role } = await projectForMember(ctx.state.em, userId, params.id, 'ADMIN');
+    handler: async ({ ctx, params, body, member }) => {
+      const { project, role } = await member(params.id);
       return { body: presentProject(await updateProject(ctx.state.em, project, body), role) };
     },
   });
@@ -79,10 +79,11 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     summary: 'Delete the project and all its data (OWNER)',
     tags: ['Dashboard'],
     auth: 'session',
+    permission: 'project.delete',
     params: IdParams,
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 403, 404) },
-    handler: async ({ ctx, params, userId }) => {
-      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'OWNER');
+    handler: async ({ ctx, params, member }) => {
+      const { project } = await member(params.id);
       // Uploads first: their rows would go with the project (cascade), leaving their bytes in storage.
       await deleteProjectUploads(ctx.state.em, uploadStorageFor(deps.config.uploads), project.id);
       await deleteProject(ctx.state.em, project);
@@ -121,11 +122,12 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
       'a chunk at a time. Watch it with `GET .../resets`. 409 `RESET_RUNNING` while one runs.',
     tags: ['Dashboard'],
     auth: 'session',
+    permission: 'project.reset',
     params: IdParams,
     body: z.object({ confirm: z.string().max(200).meta({ description: "The project's name, exactly." }) }),
     responses: { 202: { description: 'The reset started', schema: ResetSchema }, ...errorResponses(401, 403, 404, 409, 422, 503) },
-    handler: async ({ ctx, params, body, userId }) => {
-      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'OWNER');
+    handler: async ({ ctx, params, body, userId, member }) => {
+      const { project } = await member(params.id);
       const reset = await requestProjectReset(ctx.state.em, deps.temporal, { projectId: project.id, projectName: project.name, userId, confirm: body.confirm });
       return { status: 202, body: presentReset(reset) };
     },
@@ -137,10 +139,11 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     summary: "The project's resets, newest first (the last 20; OWNER)",
     tags: ['Dashboard'],
     auth: 'session',
+    permission: 'project.reset',
     params: IdParams,
     responses: { 200: { description: 'Resets, newest first', schema: z.object({ data: z.array(ResetSchema) }).meta({ id: 'ProjectResetList' }) }, ...errorResponses(401, 403, 404) },
-    handler: async ({ ctx, params, userId }) => {
-      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'OWNER');
+    handler: async ({ ctx, params, member }) => {
+      const { project } = await member(params.id);
       return { body: { data: (await listProjectResets(ctx.state.em, project.id)).map(presentReset) } };
     },
   });
@@ -152,10 +155,11 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     description: 'The old keys stop working immediately; there is no grace period.',
     tags: ['Dashboard'],
     auth: 'session',
+    permission: 'project.rotateKeys',
     params: IdParams,
     responses: { 200: { description: 'The new keys', schema: KeysSchema }, ...errorResponses(401, 403, 404) },
-    handler: async ({ ctx, params, userId }) => {
-      const { project } = await projectForMember(ctx.state.em, userId, params.id, 'ADMIN');
+    handler: async ({ ctx, params, member }) => {
+      const { project } = await member(params.id);
       const keys = await rotateKeys(ctx.state.em, project);
       // The old keys stop working at once: this process forgets them now (others on the change feed's notification).
       deps.caches.keys?.forgetProject(project.id);

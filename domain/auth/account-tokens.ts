@@ -6,7 +6,10 @@ import { AppError } from '../errors';
 import { hashPassword } from '../users/user.service';
 
 /** The stored form of a token: its SHA-256 in hex. */
-const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+/** A token for a link in mail: 256 random bits, base64url. */
+const newToken = (): string => randomBytes(32).toString('base64url');
 
 const invalidToken = (purpose: AccountTokenPurpose) =>
   new AppError(403, 'INVALID_TOKEN', 'This link is invalid, has already been used, or has expired', {
@@ -18,7 +21,7 @@ const invalidToken = (purpose: AccountTokenPurpose) =>
  * stored. It replaces the user's earlier tokens of that purpose: only the newest link works.
  */
 export async function issueAccountToken(em: EntityManager, user: Pick<User, 'id' | 'email'>, purpose: AccountTokenPurpose, ttlMs: number): Promise<string> {
-  const token = randomBytes(32).toString('base64url');
+  const token = newToken();
   await em.transactional(async (tx) => {
     await tx.nativeDelete(AccountToken, { user: user.id, purpose });
     tx.create(AccountToken, { user: user.id, purpose, tokenHash: hashToken(token), email: user.email, expiresAt: new Date(Date.now() + ttlMs) });
@@ -66,4 +69,31 @@ export async function resetPassword(em: EntityManager, token: string, password: 
     return row?.id;
   });
   return em.findOneOrFail(User, { id: userId }, { refresh: true });
+}
+
+/** What an invitation email says, read when its token is issued. */
+interface IssuedInvitation {
+  email: string;
+  role: string;
+  projectName: string;
+  inviterName: string | null;
+  inviterEmail: string | null;
+}
+
+/**
+ * Issues the token of a pending invitation (it replaces the invitation's earlier one, and its expiry starts now) and
+ * returns it with what the email says; undefined when the invitation is gone (accepted or revoked).
+ */
+export async function issueInvitationToken(em: EntityManager, invitationId: string, ttlMs: number): Promise<{ token: string; invitation: IssuedInvitation } | undefined> {
+  const token = newToken();
+  const [row] = await em.execute<{ email: string; role: string; project_name: string; inviter_name: string | null; inviter_email: string | null }[]>(
+    `with issued as (
+       update invitations set token_hash = ?, expires_at = now() + ? * interval '1 millisecond', updated_at = now() where id = ?
+       returning email, role, project_id, invited_by_id)
+     select i.email, i.role, p.name as project_name, u.name as inviter_name, u.email as inviter_email
+       from issued i join projects p on p.id = i.project_id left join users u on u.id = i.invited_by_id`,
+    [hashToken(token), ttlMs, invitationId],
+  );
+  if (!row) return undefined;
+  return { token, invitation: { email: row.email, role: row.role, projectName: row.project_name, inviterName: row.inviter_name, inviterEmail: row.inviter_email } };
 }

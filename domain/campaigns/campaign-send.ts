@@ -19,7 +19,9 @@ import { dkimFor, isPermanentSmtpFailure, type DkimOptions, type SealedDkimKey, 
 import { resolveMessage, type ResolvedMessage, type TemplateParts } from '../compose/composer';
 import type { RenderPool } from './render-pool';
 import type { RenderedMessage, RenderSpec } from './render-task';
-import { audienceWhere } from './audience';
+import { audienceWhere, countAudience } from './audience';
+import type { BillingGuard } from '../billing/billing.service';
+import { isSuspended } from '../reputation/suspension';
 import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campaign.entity';
 
 /**
@@ -62,7 +64,7 @@ export type BeginResult =
  * fixed. A campaign that can no longer be sent (its template deleted, its sender domain no longer verified) becomes
  * FAILED with the reason.
  */
-export async function beginCampaignSend(em: EntityManager, campaignId: string, now = new Date()): Promise<BeginResult> {
+export async function beginCampaignSend(em: EntityManager, campaignId: string, now = new Date(), billing?: BillingGuard): Promise<BeginResult> {
   const failure = await withTransaction(em, async (tx): Promise<BeginResult | { fail: string }> => {
     const { rows } = await tx.query<CampaignRow>(`select ${CAMPAIGN_SELECT} from campaigns where id = $1 for update`, [campaignId]);
     const c = rows[0];
@@ -71,6 +73,12 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
       // Raw rows carry timestamps as the driver gives them (MikroORM's pg setup returns text).
       const at = c.scheduledAt ? new Date(c.scheduledAt) : null;
       if (at && at.getTime() > now.getTime()) return { state: 'wait', scheduledAt: at.toISOString() };
+      // Due while the project is suspended (domain/reputation): the snapshot is taken, but the campaign waits PAUSED
+      // until an owner lifts the suspension and resumes it.
+      if (await isSuspended(tx, c.projectId)) {
+        await tx.query(`update campaigns set status = 'PAUSED', status_reason = $2, updated_at = now() where id = $1`, [campaignId, 'Paused: the project is suspended (sending reputation)']);
+        c.status = 'PAUSED';
+      }
     } else if (c.status !== 'SENDING' && c.status !== 'PAUSED') {
       return { state: 'ended', status: c.status };
     }
@@ -78,6 +86,8 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
     let content: SendContent;
     try {
       content = await resolveSendContent(em, c);
+      // A scheduled campaign's audience against the emails cap as it is now (checked when it was scheduled, too).
+      if (c.status === 'SCHEDULED') await billing?.assertEmails(em, c.projectId, () => countAudience(em, c));
     } catch (err) {
       if (err instanceof AppError) return { fail: err.message };
       throw err;

@@ -5,7 +5,9 @@ import { logger } from '../logger';
 import { closedOutside } from '../temporal-mirror';
 import { persistThenStart } from '../workflow-start';
 import { resolveCampaignMessage } from './campaign-send';
-import { audienceWhere } from './audience';
+import { audienceWhere, countAudience } from './audience';
+import type { BillingGuard } from '../billing/billing.service';
+import { assertNotSuspended } from '../reputation/suspension';
 import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campaign.entity';
 
 /**
@@ -111,13 +113,16 @@ export async function sendCampaign(
   control: CampaignSendControl,
   projectId: string,
   id: string,
-  opts: { scheduledFor?: Date; now?: Date } = {},
+  opts: { scheduledFor?: Date; now?: Date; billing?: BillingGuard } = {},
 ): Promise<CampaignRow> {
   const c = await campaignRow(em, projectId, id);
   if (c.status !== 'DRAFT') throw conflict('CAMPAIGN_STATE', `Only a DRAFT campaign can be sent; this one is ${c.status}`, 'Duplicate it to send the same content again.');
+  await assertNotSuspended(em, projectId);
   const now = opts.now ?? new Date();
   if (opts.scheduledFor) assertScheduleTime('scheduledFor', opts.scheduledFor, now);
   await assertSendable(em, c);
+  // The whole audience against the emails cap, up front (402 BILLING_LIMIT_EXCEEDED; counted only when a cap applies).
+  await opts.billing?.assertEmails(em, projectId, () => countAudience(em, c));
   const workflowId = `campaign-send/${id}`;
   return persistThenStart({
     persist: async () => {
@@ -154,6 +159,7 @@ export async function pauseCampaign(em: EntityManager, control: CampaignSendCont
 
 /** PAUSED -> SENDING: the rest of the snapshot is sent, each recipient once. */
 export async function resumeCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
+  await assertNotSuspended(em, projectId);
   const row = (await transition(em, projectId, id, ['PAUSED'], 'SENDING')) ?? (await wrongStatus(em, projectId, id, 'resume', ['PAUSED']));
   await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;

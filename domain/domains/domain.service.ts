@@ -45,7 +45,10 @@ export async function assertSenderDomain(
     const [row] = await em.execute<{ status: string }[]>('select status from domains where project_id = ? and name = ? limit 1', [projectId, domain]);
     return { value: { status: row?.status ?? null }, projectId };
   };
-  const { status } = (opts.cache ? await opts.cache.get(`${projectId}:${domain}`, load) : (await load()).value)!;
+  let { status } = (opts.cache ? await opts.cache.get(`${projectId}:${domain}`, load) : (await load()).value)!;
+  // A refusal is read again from the database: a cached answer may predate a verification whose change notification
+  // has not reached this process yet (refusals are rare; a verified domain stays a cache hit).
+  if (status !== 'VERIFIED' && opts.cache) ({ status } = (await load()).value);
   if (status === 'VERIFIED') return;
   const pending = status === 'PENDING';
   throw new AppError(

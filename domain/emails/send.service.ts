@@ -9,6 +9,7 @@ import { templateForSend, type TemplateCache } from '../templates/template.servi
 import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type ComposedEmail } from '../compose/composer';
 import type { EmailIntake, NewEmail } from './email-intake';
 import { deleteUnsentAttachments, storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
+import type { BillingGuard } from '../billing/billing.service';
 
 export interface SendRequest {
   projectId: string;
@@ -57,7 +58,7 @@ const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
  */
 export async function acceptSend(
   em: EntityManager,
-  deps: { intake: EmailIntake; contacts: ContactIntake; domainCache?: DomainStatusCache; templateCache?: TemplateCache; limits: SendLimits },
+  deps: { intake: EmailIntake; contacts: ContactIntake; domainCache?: DomainStatusCache; templateCache?: TemplateCache; limits: SendLimits; billing?: BillingGuard },
   req: SendRequest,
   hooks: { beforeStore?: (accepted: AcceptedEmail[]) => Promise<void> } = {},
 ): Promise<AcceptedEmail[]> {
@@ -72,6 +73,10 @@ export async function acceptSend(
     headers: req.headers,
     tracking: { opens: req.tracking?.opens ?? req.settings.trackOpens, clicks: req.tracking?.clicks ?? req.settings.trackClicks },
   });
+
+  // The billing caps (402 BILLING_LIMIT_EXCEEDED), before any contact or email is written: every recipient is an email.
+  await deps.billing?.assertEmails(em, req.projectId, req.to.length);
+  await deps.billing?.assertContacts(em, req.projectId, req.to.map((r) => r.email));
 
   const accepted: AcceptedEmail[] = [];
   const composed: ComposedEmail[] = [];

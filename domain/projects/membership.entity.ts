@@ -2,7 +2,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { Project } from './project.entity';
 import { User } from '../users/user.entity';
 
-const ROLES = ['OWNER', 'ADMIN', 'MEMBER'] as const;
+export const ROLES = ['OWNER', 'ADMIN', 'MEMBER'] as const;
 export type Role = (typeof ROLES)[number];
 
 export const Membership = defineEntity({

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Project, DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from './project.entity';
 import { Membership, type Role } from './membership.entity';
 import { generateKeyPair, hashSecretKey, secretKeyHint, keyKind, type KeyPair, type KeyKind } from './api-keys';
-import { AppError, forbidden, notFound, unauthorized } from '../errors';
+import { forbidden, unauthorized } from '../errors';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
 
@@ -89,23 +89,6 @@ export async function authenticateApiKey(
     throw forbidden('PROJECT_DISABLED', `This project is disabled${row.disabled_reason ? `: ${row.disabled_reason}` : ''}`);
   }
   return { projectId: row.id, keyKind: kind, settings: { ...DEFAULT_PROJECT_SETTINGS, ...row.settings } };
-}
-
-const ROLE_RANK: Record<Role, number> = { MEMBER: 1, ADMIN: 2, OWNER: 3 };
-
-/** Loads a project the user belongs to with at least `minRole`; 404 when not a member (no existence leak). */
-export async function projectForMember(
-  em: EntityManager,
-  userId: string,
-  projectId: string,
-  minRole: Role = 'MEMBER',
-): Promise<{ project: Project; role: Role }> {
-  const membership = await em.findOne(Membership, { user: userId, project: projectId }, { populate: ['project'] });
-  if (!membership) throw notFound('Project');
-  if (ROLE_RANK[membership.role] < ROLE_RANK[minRole]) {
-    throw new AppError(403, 'FORBIDDEN', `This action needs the ${minRole} role; you are ${membership.role}`);
-  }
-  return { project: membership.project as unknown as Project, role: membership.role };
 }
 
 export async function listProjectsForUser(em: EntityManager, userId: string): Promise<{ project: Project; role: Role }[]> {

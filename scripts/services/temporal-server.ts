@@ -8,12 +8,13 @@ import { SA, SEARCH_ATTRIBUTE_CLI_ARGS } from '../../temporal/search-attributes'
 /** The CLI release that builds with `go install` (later tags carry a `replace` directive). */
 const TEMPORAL_CLI_VERSION = 'v1.5.1';
 
-function temporalCacheDir(): string {
+/** Where tools built with `go install` are cached: ~/.cache/mailwright/bin (the Temporal CLI, stripe-mock). */
+export function temporalCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
   return path.join(base, 'mailwright', 'bin');
 }
 
-function onPath(cmd: string): string | undefined {
+export function onPath(cmd: string): string | undefined {
   const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
   const found = r.stdout.trim();
   return r.status === 0 && found ? found : undefined;

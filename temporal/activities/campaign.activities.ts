@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { createRenderPool } from '../../domain/campaigns/render-pool';
+import { BillingGuard } from '../../domain/billing/billing.service';
 import { beginCampaignSend, sendCampaignPartition, settleCampaign, type BeginResult, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
 
 /** How long one partition call sends before it returns to the workflow (a round: a few history events). */
@@ -15,7 +16,7 @@ export function createCampaignActivities(deps: ActivityDeps) {
     async beginCampaignSend(
       input: { campaignId: string },
     ): Promise<Exclude<BeginResult, { state: 'started' }> | { state: 'started'; audience: number; partitions: number; retryDelaysMs: number[] }> {
-      const begun = await beginCampaignSend(deps.orm.em.fork(), input.campaignId);
+      const begun = await beginCampaignSend(deps.orm.em.fork(), input.campaignId, new Date(), new BillingGuard(deps.config.billing));
       // The run's shape comes from this worker's configuration, recorded in the history with the result.
       return begun.state === 'started' ? { ...begun, partitions: deps.config.campaigns.partitions, retryDelaysMs: deps.config.campaigns.retryDelaysMs } : begun;
     },

@@ -17,5 +17,5 @@ export interface ActivityDeps {
   /** Where campaign messages are rendered (the worker's thread pool); inline when absent. */
   renderPool?: RenderPool;
   /** The worker's Temporal client, for activities that steer other runs (cancel-all, a project reset). */
-  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> & Pick<CampaignSendControl, 'cancelCampaignSend'>;
+  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> & Pick<CampaignSendControl, 'cancelCampaignSend' | 'wakeCampaignSend'>;
 }

@@ -7,6 +7,7 @@ import { createSegmentActivities } from './segment.activities';
 import { createAutomationActivities } from './automation.activities';
 import { createAccountActivities } from './account.activities';
 import { createProjectResetActivities } from './project-reset.activities';
+import { createReputationActivities } from './reputation.activities';
 
 /** All activities, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAutomationActivities(deps),
     ...createAccountActivities(deps),
     ...createProjectResetActivities(deps),
+    ...createReputationActivities(deps),
   };
 }
 

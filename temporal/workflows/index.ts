@@ -9,5 +9,6 @@ export { segmentCompute } from './segment-compute.workflow';
 export { segmentRecomputeSweep } from './segment-recompute-sweep.workflow';
 export { automationRun } from './automation-run.workflow';
 export { automationCancelAll } from './automation-cancel-all.workflow';
-export { accountEmail } from './account-email.workflow';
+export { accountEmail, invitationEmail } from './account-email.workflow';
 export { projectReset } from './project-reset.workflow';
+export { reputationCheck } from './reputation-check.workflow';

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { Client, Connection } from '@temporalio/client';
@@ -7,6 +6,7 @@ import { api, type ApiResponse } from '../helpers/api';
 import { closeDb, db, waitForEmailStatus } from '../helpers/db';
 import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
 import { stackEnv } from '../stack-env';
+import { exampleOf, fetchDocumentSync, jsonBodyOf, operationsOf, resolveSchema, type JsonSchema, type Operation } from '../helpers/openapi';
 
 /**
  * The isolation matrix, generated from the route registry: the served /openapi.json is produced from the one list of
@@ -24,57 +24,8 @@ import { stackEnv } from '../stack-env';
 // ---------------------------------------------------------------------------------------------------------------
 // The route registry, as served. Read synchronously so that every route becomes its own named test.
 
-type Auth = 'secret' | 'public' | 'session' | 'none';
-
-interface JsonSchema {
-  [key: string]: any;
-}
-
-interface Operation {
-  label: string;
-  method: string;
-  /** OpenAPI path: `/contacts/{id}`. */
-  path: string;
-  auth: Auth;
-  pathParams: string[];
-  raw: any;
-}
-
-function fetchDocumentSync(): any {
-  const url = `${stackEnv().apiUrl}/openapi.json`;
-  const script = `fetch(${JSON.stringify(url)}).then(async (r) => { if (!r.ok) throw new Error('HTTP ' + r.status); process.stdout.write(await r.text()); }).catch((e) => { console.error(String(e)); process.exit(1); })`;
-  return JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }));
-}
-
-function authOf(security: Record<string, unknown>[] | undefined): Auth {
-  const schemes = (security ?? []).flatMap((s) => Object.keys(s)).sort().join(',');
-  switch (schemes) {
-    case '':
-      return 'none';
-    case 'secretKey':
-      return 'secret';
-    case 'publicKey,secretKey':
-      return 'public';
-    case 'sessionCookie':
-      return 'session';
-    default:
-      throw new Error(`unknown security requirement ${schemes}: teach isolation-matrix.test.ts what it means`);
-  }
-}
-
 const DOC = fetchDocumentSync();
-const OPERATIONS: Operation[] = Object.entries(DOC.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-  Object.entries(item)
-    .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
-    .map(([method, raw]) => ({
-      label: `${method.toUpperCase()} ${path}`,
-      method: method.toUpperCase(),
-      path,
-      auth: authOf(raw.security ?? DOC.security),
-      pathParams: ((raw.parameters ?? []) as { in: string; name: string }[]).filter((p) => p.in === 'path').map((p) => p.name),
-      raw,
-    })),
-);
+const OPERATIONS: Operation[] = operationsOf(DOC);
 
 /** `contacts/{id}`, `import/{jobId}`, `fields/{field}`: a path parameter together with the segment before it. */
 function paramKey(path: string, name: string): string {
@@ -104,6 +55,7 @@ interface World {
   importJobId: string;
   bulkJobId: string;
   uploadId: string;
+  invitationId: string;
   fieldName: string;
   eventName: string;
   /** Strings only B may ever be shown. */
@@ -134,6 +86,8 @@ const PARAMS: Record<string, ParamKind> = {
   'domains/{id}': { kind: 'owned', value: (w) => w.domainId },
   'project/{projectId}': { kind: 'owned', value: (w) => w.b.projectId },
   'projects/{id}': { kind: 'owned', value: (w) => w.b.projectId },
+  'members/{userId}': { kind: 'owned', value: (w) => w.bUserId },
+  'invitations/{invitationId}': { kind: 'owned', value: (w) => w.invitationId },
   'import/{jobId}': { kind: 'owned', value: (w) => w.importJobId },
   'bulk/{jobId}': { kind: 'owned', value: (w) => w.bulkJobId },
   'uploads/{id}': { kind: 'owned', value: (w) => w.uploadId },
@@ -164,47 +118,7 @@ function paramKinds(op: Operation): { name: string; key: string; kind: ParamKind
 // ---------------------------------------------------------------------------------------------------------------
 // Valid request bodies, derived from the document, so a refusal can only come from the ownership check.
 
-function resolve(schema: JsonSchema | undefined): JsonSchema {
-  let s = schema ?? {};
-  for (let i = 0; s.$ref && i < 20; i++) {
-    const name = String(s.$ref).replace('#/components/schemas/', '');
-    s = DOC.components.schemas[name];
-  }
-  return s;
-}
-
-/** A small value the schema accepts (required properties only; formats and bounds respected). */
-function exampleOf(schema: JsonSchema | undefined, w: World): unknown {
-  const s = resolve(schema);
-  if (s.example !== undefined) return s.example;
-  if (s.const !== undefined) return s.const;
-  if (s.enum) return s.enum[0];
-  if (s.anyOf ?? s.oneOf) return exampleOf((s.anyOf ?? s.oneOf)[0], w);
-  if (s.allOf) return Object.assign({}, ...s.allOf.map((p: JsonSchema) => exampleOf(p, w)));
-  const type = Array.isArray(s.type) ? s.type.find((t: string) => t !== 'null') : s.type;
-  switch (type ?? (s.properties ? 'object' : undefined)) {
-    case 'object': {
-      const out: Record<string, unknown> = {};
-      for (const key of s.required ?? []) out[key] = exampleOf(s.properties?.[key], w);
-      return out;
-    }
-    case 'array':
-      return Array.from({ length: Math.max(1, s.minItems ?? 1) }, () => exampleOf(s.items, w));
-    case 'string':
-      if (s.format === 'email') return `isolation-${randomUUID().slice(0, 8)}@example.com`;
-      if (s.format === 'uuid') return randomUUID();
-      if (s.format === 'date-time') return new Date().toISOString();
-      if (s.format === 'uri' || s.format === 'url') return 'https://example.com/';
-      return 'x'.repeat(Math.max(1, s.minLength ?? 1));
-    case 'integer':
-    case 'number':
-      return s.minimum ?? s.exclusiveMinimum ?? 1;
-    case 'boolean':
-      return false;
-    default:
-      return {};
-  }
-}
+const resolve = (schema: Parameters<typeof resolveSchema>[1]) => resolveSchema(DOC, schema);
 
 interface BuiltRequest {
   url: string;
@@ -221,15 +135,12 @@ function buildRequest(op: Operation, w: World): BuiltRequest {
   }
   const query = new URLSearchParams();
   for (const p of (op.raw.parameters ?? []) as { in: string; name: string; required?: boolean; schema?: JsonSchema }[]) {
-    if (p.in === 'query' && p.required) query.set(p.name, String(exampleOf(p.schema, w)));
+    if (p.in === 'query' && p.required) query.set(p.name, String(exampleOf(DOC, p.schema)));
   }
   if (query.size) url += `?${query}`;
   if (UNDOCUMENTED_BODIES[op.label]) return { url, body: UNDOCUMENTED_BODIES[op.label]!(w) };
-  const content = op.raw.requestBody?.content as Record<string, { schema: JsonSchema }> | undefined;
-  if (!content) return { url };
-  const json = content['application/json'];
-  if (!json) return { url, problem: `${op.label} takes ${Object.keys(content).join(', ')}: add a body to UNDOCUMENTED_BODIES` };
-  return { url, body: exampleOf(json.schema, w) };
+  const { body, problem } = jsonBodyOf(DOC, op);
+  return { url, body, problem: problem && `${problem}: add one to UNDOCUMENTED_BODIES` };
 }
 
 async function call(op: Operation, w: World, creds: { key?: string; cookie?: string }, req = buildRequest(op, w)): Promise<ApiResponse> {
@@ -444,6 +355,8 @@ async function buildWorld(): Promise<World> {
   const uploaded = await fetch(`${stackEnv().apiUrl}/uploads/image`, { method: 'POST', headers: { authorization: `Bearer ${b.secretKey}` }, body: image });
   if (uploaded.status !== 201) throw new Error(`upload: ${uploaded.status} ${await uploaded.text()}`);
   const uploadId: string = ((await uploaded.json()) as { id: string }).id;
+  const invited = await ok(api('POST', `/projects/${b.projectId}/members`, { cookie: b.cookie, body: { email: `invitee-${randomUUID().slice(0, 8)}@example.com` } }), 202, 'invitation');
+  const invitationId: string = invited.invitation.id;
   await settle(b.projectId);
   return {
     a,
@@ -463,9 +376,10 @@ async function buildWorld(): Promise<World> {
     importJobId,
     bulkJobId: bulk.jobId,
     uploadId,
+    invitationId,
     fieldName,
     eventName,
-    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId],
+    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId, invitationId],
   };
 }
 
