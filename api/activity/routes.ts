@@ -80,7 +80,17 @@ export function activityRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     query: FeedQuery,
     responses: {
-      200: { description: 'A page of activity', schema: z.object({ data: z.array(Item), cursor: z.string().nullable(), hasMore: z.boolean() }).meta({ id: 'ActivityPage' }) },
+      200: {
+        description: 'A page of activity',
+        schema: z
+          .object({
+            data: z.array(Item),
+            cursor: z.string().nullable(),
+            hasMore: z.boolean(),
+            total: z.number().int().meta({ description: 'Items for these filters (first page only; 0 on later pages), events as the rollups have counted them.' }),
+          })
+          .meta({ id: 'ActivityPage' }),
+      },
       ...errorResponses(401, 422),
     },
     handler: async ({ ctx, query, principal }) => ({ body: await activityFeed(ctx.state.em, principal.projectId, query) }),

@@ -195,7 +195,76 @@ function present(r: Row): ActivityItem {
 }
 
 /** One page of the feed, newest first. */
-export async function activityFeed(em: EntityManager, projectId: string, q: ActivityQuery): Promise<{ data: ActivityItem[]; cursor: string | null; hasMore: boolean }> {
+/**
+ * How many items the feed holds for these filters (the first page's `total`). Events by contact or campaign are
+ * counted through their indexes; otherwise from the hourly rollup for the whole hours of the range and from the events
+ * index for the part-hours at its ends (so it follows the `analytics` consumer, about a second behind the feed).
+ * Campaign starts and ends and automation steps are counted directly.
+ */
+async function activityTotal(em: EntityManager, q: FeedQuery, types: readonly string[]): Promise<number> {
+  const sources = sourcesOf(types);
+  const counts: Promise<number>[] = [];
+  const one = async (text: string, values: unknown[]) => Number((await query<{ n: string }>(em, text, values))[0]?.n ?? 0);
+  const typeFilter = eventTypeFilterSql('e', types) ?? `${eventTypeSql('e')} is not null`;
+  const eventsIn = (from: Date | undefined, to: Date | undefined, extra: string[] = [], extraValues: unknown[] = []) => {
+    const p = new Params();
+    const where = [`e.project_id = ${p.add(q.projectId)}`, typeFilter];
+    if (from) where.push(`e.created_at >= ${p.add(from)}`);
+    if (to) where.push(`e.created_at < ${p.add(to)}`);
+    for (const [i, cond] of extra.entries()) where.push(cond.replace('?', p.add(extraValues[i])));
+    return one(`select count(*)::text as n from events e where ${where.join(' and ')}`, p.values);
+  };
+  if (sources.has('event') && !q.automationId) {
+    if (q.contactId || q.campaignId) {
+      counts.push(eventsIn(q.from, q.to, q.contactId ? ['e.contact_id = ?'] : ['e.campaign_id = ?'], [q.contactId ?? q.campaignId]));
+    } else {
+      // Whole hours from the rollup: [first whole hour at or after `from`, the hour `to` falls in).
+      const lo = q.from ? ceilHour(q.from) : undefined;
+      const hi = q.to ? floorHour(q.to) : undefined;
+      counts.push(
+        (async () => {
+          if (lo && hi && lo.getTime() >= hi.getTime()) return eventsIn(q.from, q.to); // within one hour: the index alone
+          const rows = await query<{ name: string; system: boolean; n: string }>(
+            em,
+            `select name, bool_or(system) as system, sum(count)::text as n from event_name_hourly
+             where project_id = $1 and ($2::timestamptz is null or hour >= $2) and ($3::timestamptz is null or hour < $3) group by name`,
+            [q.projectId, lo ?? null, hi ?? null],
+          );
+          let n = 0;
+          for (const r of rows) {
+            const type = activityTypeOfEvent(r.name, r.system);
+            if (type && types.includes(type)) n += Number(r.n);
+          }
+          const [head, tail] = await Promise.all([q.from && lo ? eventsIn(q.from, lo) : 0, q.to && hi ? eventsIn(hi, q.to) : 0]);
+          return n + head + tail;
+        })(),
+      );
+    }
+  }
+  if (sources.has('campaign') && !q.contactId && !q.automationId) {
+    const p = new Params();
+    const project = p.add(q.projectId);
+    const campaign = q.campaignId ? ` and id = ${p.add(q.campaignId)}` : '';
+    const range = (col: string) => `${q.from ? ` and ${col} >= ${p.add(q.from)}` : ''}${q.to ? ` and ${col} < ${p.add(q.to)}` : ''}`;
+    const arms: string[] = [];
+    if (types.includes('campaign.started')) arms.push(`(select count(*) from campaigns where project_id = ${project} and started_at is not null${campaign}${range('started_at')})`);
+    const ends = Object.entries(CAMPAIGN_END_TYPE).filter(([, t]) => types.includes(t)).map(([s]) => s);
+    if (ends.length) arms.push(`(select count(*) from campaigns where project_id = ${project} and finished_at is not null and status = any(${p.add(ends)}::text[])${campaign}${range('finished_at')})`);
+    if (arms.length) counts.push(one(`select (${arms.join(' + ')})::text as n`, p.values));
+  }
+  if (sources.has('automation') && types.includes('automation.step') && !q.campaignId) {
+    const p = new Params();
+    const where = [`s.project_id = ${p.add(q.projectId)}`];
+    if (q.automationId) where.push(`s.automation_id = ${p.add(q.automationId)}`);
+    if (q.contactId) where.push(`s.execution_id in (select id from automation_executions where contact_id = ${p.add(q.contactId)})`);
+    if (q.from) where.push(`s.finished_at >= ${p.add(q.from)}`);
+    if (q.to) where.push(`s.finished_at < ${p.add(q.to)}`);
+    counts.push(one(`select count(*)::text as n from automation_execution_steps s where ${where.join(' and ')}`, p.values));
+  }
+  return (await Promise.all(counts)).reduce((a, b) => a + b, 0);
+}
+
+export async function activityFeed(em: EntityManager, projectId: string, q: ActivityQuery): Promise<{ data: ActivityItem[]; cursor: string | null; hasMore: boolean; total: number }> {
   checkRange(q.from, q.to);
   const after = decodeCursor(q.cursor);
   const types = q.types?.length ? q.types : ACTIVITY_TYPE_NAMES;
@@ -206,10 +275,11 @@ export async function activityFeed(em: EntityManager, projectId: string, q: Acti
     sources.has('campaign') ? campaignsSql(fq, types, after, q.limit + 1) : undefined,
     sources.has('automation') ? stepsSql(fq, types, after, q.limit + 1) : undefined,
   ].filter((s): s is [string, unknown[]] => s !== undefined);
-  const rows = (await Promise.all(statements.map(([text, values]) => query<Row>(em, text, values)))).flat().sort(newer);
+  const [pages, total] = await Promise.all([Promise.all(statements.map(([text, values]) => query<Row>(em, text, values))), after ? 0 : activityTotal(em, fq, types)]);
+  const rows = pages.flat().sort(newer);
   const hasMore = rows.length > q.limit;
   const page = rows.slice(0, q.limit);
-  return { data: page.map(present), cursor: hasMore ? encodeCursor(page[page.length - 1]!) : null, hasMore };
+  return { data: page.map(present), cursor: hasMore ? encodeCursor(page[page.length - 1]!) : null, hasMore, total };
 }
 
 function checkRange(from: Date | undefined, to: Date | undefined): void {

@@ -105,14 +105,20 @@ async function scanFeed(): Promise<{ key: string; type: string }[]> {
   return rows.map((r) => ({ key: r.key, type: r.type }));
 }
 
+/** Walks the feed to its end; the first page's `total` must be the number of items the walk found. */
 async function walk(query: string, limit: number, p = project): Promise<any[]> {
   const items: any[] = [];
   let cursor: string | null = null;
+  let total = -1;
   for (let page = 0; page < 100; page++) {
     const res: any = await get(`/activity?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, p);
+    if (page === 0) total = res.total;
     items.push(...res.data);
     expect(res.hasMore).toBe(res.cursor !== null);
-    if (!res.hasMore) return items;
+    if (!res.hasMore) {
+      expect({ query, total }).toEqual({ query, total: items.length });
+      return items;
+    }
     cursor = res.cursor;
   }
   throw new Error('too many pages');

@@ -25,7 +25,7 @@ function cursorLists(doc: { paths: Record<string, Record<string, Operation>>; co
     .map(([path]) => path);
 }
 
-const fill = (path: string) => path.replace('{contactId}', contactId).replace('{field}', 'plan').replace('/workflows/{id}/', `/workflows/${workflowId}/`);
+const fill = (path: string) => path.replace('/users/@me/projects/{id}/', `/users/@me/projects/${project.projectId}/`).replace('{contactId}', contactId).replace('{field}', 'plan').replace('/workflows/{id}/', `/workflows/${workflowId}/`);
 
 beforeAll(async () => {
   project = await createTestProject('variants');
@@ -42,11 +42,19 @@ test('the document names the cursor lists (both variants documented)', () => {
   expect(listPaths).toEqual(expect.arrayContaining(['/contacts', '/templates', '/events', '/events/contact/{contactId}', '/contacts/fields/{field}/values']));
 });
 
+/**
+ * Lists that need a payment provider: the stack runs without Stripe (409 BILLING_DISABLED); billing.test.ts walks the
+ * invoices against stripe-mock.
+ */
+const NEEDS_STRIPE = ['/users/@me/projects/{id}/billing-invoices'];
+
 test('every cursor list answers in both variants, with the same items', async () => {
-  for (const path of listPaths) {
+  for (const path of listPaths.filter((p) => !NEEDS_STRIPE.includes(p))) {
     const url = `${fill(path)}${path.includes('?') ? '&' : '?'}limit=2`;
-    const current = await api('GET', url, { key: project.secretKey, headers: { [HEADER]: 'current' } });
-    const earlier = await api('GET', url, { key: project.secretKey, headers: { [HEADER]: 'earlier' } });
+    // Dashboard lists take the session; the others the secret key.
+    const creds = path.startsWith('/users/@me') || path.startsWith('/projects/') ? { cookie: project.cookie } : { key: project.secretKey };
+    const current = await api('GET', url, { ...creds, headers: { [HEADER]: 'current' } });
+    const earlier = await api('GET', url, { ...creds, headers: { [HEADER]: 'earlier' } });
     expect({ path, status: current.status, keys: Object.keys(current.body).sort() }).toEqual({ path, status: 200, keys: ['cursor', 'data', 'hasMore', 'total'] });
     expect({ path, status: earlier.status, keys: Object.keys(earlier.body).sort(), success: earlier.body.success }).toEqual({ path, status: 200, keys: ['data', 'success'], success: true });
     expect(Object.keys(earlier.body.data).sort()).toEqual(['hasMore', 'items', 'nextCursor', 'total']);
@@ -55,7 +63,7 @@ test('every cursor list answers in both variants, with the same items', async ()
     expect(earlier.body.data.total).toBe(current.body.total);
     // The earlier cursor walks the same list.
     if (current.body.hasMore) {
-      const next = await api('GET', `${url}&cursor=${encodeURIComponent(earlier.body.data.nextCursor)}`, { key: project.secretKey, headers: { [HEADER]: 'earlier' } });
+      const next = await api('GET', `${url}&cursor=${encodeURIComponent(earlier.body.data.nextCursor)}`, { ...creds, headers: { [HEADER]: 'earlier' } });
       expect(next.status).toBe(200);
       expect(next.body.data.items.length).toBeGreaterThan(0);
     }
