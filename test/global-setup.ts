@@ -7,6 +7,7 @@ import { freePort, type ManagedProcess } from '../scripts/services/process';
 import type { TestStackEnv } from './stack-env';
 import { startSmtpCapture } from './support/smtp-capture';
 import { startDnsServer } from './support/dns-server';
+import { resolveStripeMockBinary } from '../scripts/services/stripe-mock';
 
 declare global {
   var __MAILWRIGHT_STACK__: { stop(): Promise<void> } | undefined;
@@ -21,6 +22,9 @@ export default async function globalSetup(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-test-'));
   fs.chmodSync(dataDir, 0o755); // Postgres runs as the postgres user when we are root; it must reach its folder
   const log = (msg: string) => process.stdout.write(`[test stack] ${msg}\n`);
+  // Built here, once per machine, rather than in billing.test.ts's set-up: a first build downloads Go modules, which
+  // must not count against a test's time limit.
+  resolveStripeMockBinary(log);
   const [pgPort, temporalPort, apiPort, workerMetricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const capture = await startSmtpCapture();
   const dns = await startDnsServer();

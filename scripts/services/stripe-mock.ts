@@ -11,7 +11,7 @@ const STRIPE_MOCK_VERSION = 'v0.203.0';
  * Finds `stripe-mock`: $STRIPE_MOCK_PATH, then PATH, then the cache (~/.cache/mailwright/bin), then builds it there
  * with `go install` (once; seconds). Throws when none works: the billing tests cannot run without it.
  */
-function resolveStripeMockBinary(log: (msg: string) => void = console.log): string {
+export function resolveStripeMockBinary(log: (msg: string) => void = console.log): string {
   const explicit = process.env.STRIPE_MOCK_PATH;
   if (explicit) {
     if (!fs.existsSync(explicit)) throw new Error(`STRIPE_MOCK_PATH=${explicit} does not exist`);
