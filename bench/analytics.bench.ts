@@ -8,6 +8,7 @@
 // CAMPAIGNS (40), RUNS (100000, automation runs of two steps each), REQUESTS (200 per endpoint), DAYS (90).
 import { performance } from 'node:perf_hooks';
 import { startBenchStack, benchProject } from './stack';
+import { measure } from './latency';
 import { seedContactsSql } from './contacts-list.bench';
 
 const EVENTS = Number(process.env.EVENTS ?? 10_000_000);
@@ -130,23 +131,6 @@ async function seed(db: import('pg').Pool, projectId: string): Promise<Record<st
   }
   seconds.vacuum = Math.round((performance.now() - tv) / 100) / 10;
   return seconds;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 10) / 10;
-}
-
-async function measure(url: string, key: string, n: number) {
-  const times: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-    const body = await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${url}: ${res.status} ${Buffer.from(body).toString().slice(0, 300)}`);
-    times.push(performance.now() - t0);
-  }
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p95: percentile(times, 95), p99: percentile(times, 99), max: percentile(times, 100) };
 }
 
 async function main() {

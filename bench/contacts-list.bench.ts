@@ -2,6 +2,7 @@
 // contacts, on the real stack. Loopback only; stops by itself. Options (env): CONTACTS (1000000), REQUESTS (300).
 import { performance } from 'node:perf_hooks';
 import { startBenchStack, benchProject } from './stack';
+import { measure } from './latency';
 
 const CONTACTS = Number(process.env.CONTACTS ?? 1_000_000);
 const REQUESTS = Number(process.env.REQUESTS ?? 300);
@@ -27,23 +28,6 @@ export async function seedContactsSql(db: import('pg').Pool, projectId: string, 
     [projectId, n],
   );
   await db.query('vacuum analyze contacts');
-}
-
-function percentile(sorted: number[], p: number): number {
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 10) / 10;
-}
-
-async function measure(url: string, key: string, n: number) {
-  const times: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${url}: ${res.status}`);
-    times.push(performance.now() - t0);
-  }
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p95: percentile(times, 95), p99: percentile(times, 99), max: percentile(times, 100) };
 }
 
 async function main() {

@@ -47,26 +47,33 @@ interface SystemMessage {
   outro: string;
 }
 
-/** Both bodies of a system email: a greeting, what happened, the one link, how long it works. */
-function systemMessageBodies(m: SystemMessage): { html: string; text: string } {
+/** A system email with a link: a greeting, what happened, the one link, how long it works. */
+function linkMessage(m: SystemMessage): { subject: string; html: string; text: string } {
   const hello = m.name ? `Hello ${m.name},` : 'Hello,';
   const expiry = `The link works once, for ${lifetime(m.ttlMs)}.`;
   const e = escapeAttribute;
   const html = `<p>${e(hello)}</p><p>${e(m.intro)}</p><p><a href="${e(m.link)}">${e(m.action)}</a></p><p>${e(expiry)} ${e(m.outro)}</p>`;
   const text = `${hello}\n\n${m.intro}\n\n${m.link}\n\n${expiry} ${m.outro}\n`;
-  return { html, text };
+  return { subject: m.subject, html, text };
 }
 
-/** Mails a system message from SYSTEM_EMAIL_FROM through the relay; throws nodemailer's error when it refuses. */
-async function sendSystemEmail(transport: Transporter, config: Pick<Config, 'accounts'>, to: { address: string; name?: string | null }, message: SystemMessage): Promise<AccountEmailOutcome> {
+/**
+ * Mails a message of the service's own (account emails, invitations, suspension notices) from SYSTEM_EMAIL_FROM
+ * through the relay; throws nodemailer's error when it refuses.
+ */
+export async function sendSystemEmail(
+  transport: Transporter,
+  config: Pick<Config, 'accounts'>,
+  to: { address: string; name?: string | null },
+  message: { subject: string; html: string; text: string },
+): Promise<{ status: 'SENT'; messageId: string }> {
   const from = config.accounts.systemFrom;
   const messageId = messageIdFor(uuidv7(), from.address);
   const raw = buildMime({
     messageId,
     from,
     to: { address: to.address, name: to.name },
-    subject: message.subject,
-    ...systemMessageBodies(message),
+    ...message,
     // RFC 3834: an automatic message; auto-responders should not answer it.
     headers: { 'Auto-Submitted': 'auto-generated' },
   });
@@ -95,7 +102,7 @@ export async function sendAccountEmail(
     request.purpose === 'VERIFY_EMAIL'
       ? ['Verify your email address', 'Confirm that this address belongs to your Mailwright account:', 'Verify email address', 'If you did not create an account, ignore this email.']
       : ['Reset your password', 'Someone (hopefully you) asked to reset the password of your Mailwright account:', 'Choose a new password', 'If you did not ask for this, ignore this email: your password stays as it is.'];
-  return sendSystemEmail(transport, config, { address: user.email, name: user.name }, { subject, name: user.name ?? null, intro, link, action, ttlMs, outro });
+  return sendSystemEmail(transport, config, { address: user.email, name: user.name }, linkMessage({ subject, name: user.name ?? null, intro, link, action, ttlMs, outro }));
 }
 
 /**
@@ -108,7 +115,7 @@ export async function sendInvitationEmail(em: EntityManager, transport: Transpor
   if (!issued) return { status: 'SKIPPED', reason: 'the invitation was accepted or revoked' };
   const { token, invitation } = issued;
   const by = invitation.inviterName ?? invitation.inviterEmail;
-  return sendSystemEmail(transport, config, { address: invitation.email }, {
+  return sendSystemEmail(transport, config, { address: invitation.email }, linkMessage({
     subject: `You are invited to ${invitation.projectName} on Mailwright`,
     name: null,
     intro: `${by ? `${by} invited you` : 'You are invited'} to the Mailwright project "${invitation.projectName}" as ${invitation.role}. Choose a password to join:`,
@@ -116,5 +123,5 @@ export async function sendInvitationEmail(em: EntityManager, transport: Transpor
     action: 'Accept the invitation',
     ttlMs,
     outro: 'If you did not expect this invitation, ignore this email.',
-  });
+  }));
 }

@@ -151,7 +151,7 @@ export async function rescheduleCampaign(em: EntityManager, control: CampaignSen
 }
 
 /** SENDING -> PAUSED: the send stops after the round in progress (at most one chunk per partition). */
-export async function pauseCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
+export async function pauseCampaign(em: EntityManager, control: Pick<CampaignSendControl, 'wakeCampaignSend'>, projectId: string, id: string): Promise<CampaignRow> {
   const row = (await transition(em, projectId, id, ['SENDING'], 'PAUSED')) ?? (await wrongStatus(em, projectId, id, 'pause', ['SENDING']));
   await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;
@@ -166,7 +166,7 @@ export async function resumeCampaign(em: EntityManager, control: CampaignSendCon
 }
 
 /** SCHEDULED, SENDING or PAUSED -> CANCELLED. What was sent stays sent; the rest is marked CANCELLED by the run. */
-export async function cancelCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
+export async function cancelCampaign(em: EntityManager, control: Pick<CampaignSendControl, 'cancelCampaignSend'>, projectId: string, id: string): Promise<CampaignRow> {
   const allowed = ['SCHEDULED', 'SENDING', 'PAUSED'] as const;
   const row =
     (await transition(em, projectId, id, allowed, 'CANCELLED', { finished: true, reason: 'Cancelled through the API' })) ??

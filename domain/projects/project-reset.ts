@@ -87,15 +87,8 @@ export async function stopProjectActivity(
 ): Promise<{ campaigns: number; runs: number }> {
   await em.execute(`update automations set enabled = false, updated_at = now() where project_id = ? and enabled`, [projectId]);
   const campaigns = await em.execute<{ id: string }[]>(`select id from campaigns where project_id = ? and status in ('SCHEDULED', 'SENDING', 'PAUSED')`, [projectId]);
-  // (The gateway's methods live on its prototype: bound here, not spread.)
-  const steer: CampaignSendControl = {
-    cancelCampaignSend: (input) => control.cancelCampaignSend(input),
-    startCampaignSend: unused,
-    wakeCampaignSend: unused,
-    campaignSendStatus: unused,
-  };
   for (const c of campaigns) {
-    await cancelCampaign(em, steer, projectId, c.id).catch((err: unknown) => {
+    await cancelCampaign(em, control, projectId, c.id).catch((err: unknown) => {
       // Ended meanwhile (SENT, FAILED): nothing to stop.
       if (!(err instanceof AppError && err.statusCode === 409)) throw err;
     });
@@ -124,8 +117,6 @@ export async function stopProjectActivity(
   }
   return { campaigns: campaigns.length, runs };
 }
-
-const unused = () => Promise.reject(new Error('not used by a reset'));
 
 /** One delete per kind: at most RESET_CHUNK rows of the project (uploads: all, with their stored bytes). */
 const CHUNK_SQL: Record<Exclude<ResetKind, 'uploads' | 'rollups'>, string> = {

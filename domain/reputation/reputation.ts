@@ -5,9 +5,7 @@ import { AppError, conflict } from '../errors';
 import { uuidv7 } from '../ids';
 import { logger } from '../logger';
 import { pauseCampaign, type CampaignSendControl } from '../campaigns/campaign-steering';
-import { buildMime } from '../mail/mime';
-import { sendMeasured } from '../mail/transport';
-import { messageIdFor } from '../emails/delivery';
+import { sendSystemEmail } from '../auth/account-emails';
 import { escapeAttribute } from '../tracking/links';
 
 /**
@@ -170,9 +168,8 @@ export async function evaluateReputation(
     suspended.push(c.projectId);
     logger.warn({ projectId: c.projectId, ...f, reason: judged.reason }, 'project suspended: sending reputation');
     const sending = await em.execute<{ id: string }[]>(`select id from campaigns where project_id = ? and status = 'SENDING'`, [c.projectId]);
-    const steer = { wakeCampaignSend: (i: { campaignId: string }) => deps.control.wakeCampaignSend(i) } as CampaignSendControl;
     for (const s of sending) {
-      await pauseCampaign(em, steer, c.projectId, s.id).catch((err: unknown) => {
+      await pauseCampaign(em, deps.control, c.projectId, s.id).catch((err: unknown) => {
         if (!(err instanceof AppError && err.statusCode === 409)) throw err; // ended meanwhile
       });
       heartbeat();
@@ -188,7 +185,6 @@ async function notifyOwners(em: EntityManager, deps: { transport: Transporter; c
     `select s.id, s.project_id as "projectId", p.name as "projectName", s.reason, s.sent::text as sent, s.bounce_rate as "bounceRate", s.complaint_rate as "complaintRate"
      from project_suspensions s join projects p on p.id = s.project_id where s.lifted_at is null and s.notified_at is null`,
   );
-  const from = deps.config.accounts.systemFrom;
   for (const s of pending) {
     const owners = await em.execute<{ email: string; name: string | null }[]>(
       `select u.email, u.name from memberships m join users u on u.id = m.user_id where m.project_id = ? and m.role = 'OWNER' order by u.email`,
@@ -202,16 +198,7 @@ async function notifyOwners(em: EntityManager, deps: { transport: Transporter; c
       `so that the SMTP relay does not suspend the sender. Remove the addresses that bounce or complain, then lift the suspension: ${link}\n`;
     const html = `<p>${escapeAttribute(text.trim()).replace(escapeAttribute(link), `<a href="${escapeAttribute(link)}">${escapeAttribute(link)}</a>`)}</p>`;
     for (const o of owners) {
-      const raw = buildMime({
-        messageId: messageIdFor(uuidv7(), from.address),
-        from,
-        to: { address: o.email, name: o.name },
-        subject,
-        html,
-        text,
-        headers: { 'Auto-Submitted': 'auto-generated' },
-      });
-      await sendMeasured(deps.transport, { envelope: { from: from.address, to: [o.email] }, raw });
+      await sendSystemEmail(deps.transport, deps.config, { address: o.email, name: o.name }, { subject, html, text });
       heartbeat();
     }
     await em.execute(`update project_suspensions set notified_at = now() where id = ?`, [s.id]);
