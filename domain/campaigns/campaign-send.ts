@@ -390,9 +390,10 @@ function listId(name: string, projectId: string, domain: string): string {
 }
 
 /** One SMTP transaction over the pooled transport; its outcome, never a throw. */
-async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw: string }>, dkim: DkimOptions | undefined): Promise<Outcome> {
+async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw: Buffer }>, dkim: DkimOptions | undefined): Promise<Outcome> {
   try {
-    const info = await sendMeasured(transport, { dkim, envelope: m.envelope, raw: m.raw });
+    // The Message-ID given saves nodemailer making one of its own (random bytes) for a raw message that already has it.
+    const info = await sendMeasured(transport, { dkim, envelope: m.envelope, raw: m.raw, messageId: m.messageId });
     return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: String(info.response ?? '') };
   } catch (err) {
     const detail = (err as SmtpError).response ?? (err as Error).message;

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Piscina } from 'piscina';
-import renderBatch, { type RenderTask, type RenderedMessage } from './render-task';
+import { renderPacked, unpack, type PackedBatch, type RenderTask, type RenderedMessage } from './render-task';
 
 /**
  * Where campaign messages are rendered: a pool of worker threads (piscina) so a worker process renders on every core
@@ -13,8 +13,8 @@ export interface RenderPool {
 }
 
 export function createRenderPool(threads: number): RenderPool {
-  if (threads === 0) return { render: renderBatch, close: async () => undefined };
-  const pool = new Piscina<RenderTask, RenderedMessage[]>({
+  if (threads === 0) return { render: async (task) => unpack(await renderPacked(task)), close: async () => undefined };
+  const pool = new Piscina<RenderTask, PackedBatch>({
     filename: path.join(__dirname, 'render-task.ts'),
     minThreads: 0,
     maxThreads: threads,
@@ -25,5 +25,5 @@ export function createRenderPool(threads: number): RenderPool {
     // the thread in scavenges: BENCHMARKS.md) lets most of a message's garbage die young.
     resourceLimits: { maxYoungGenerationSizeMb: 48, maxOldGenerationSizeMb: 128 },
   });
-  return { render: (task) => pool.run(task), close: () => pool.destroy() };
+  return { render: async (task) => unpack(await pool.run(task)), close: () => pool.destroy() };
 }

@@ -1,3 +1,4 @@
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
 import { buildMime } from '../mail/mime';
 import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
@@ -18,14 +19,32 @@ export interface RenderTask {
   recipients: { id: string; contactId: string; email: string; data: Record<string, unknown> }[];
 }
 
+interface MessageHead {
+  id: string;
+  subject: string;
+  messageId: string;
+  envelope: { from: string; to: string[] };
+}
+
 export type RenderedMessage =
-  | { id: string; subject: string; messageId: string; envelope: { from: string; to: string[] }; raw: string }
+  /** `raw`: the whole message as it goes to SMTP. */
+  | (MessageHead & { raw: Buffer })
   /** This recipient's data makes the message invalid (e.g. too large once rendered): it is not sent. */
   | { id: string; invalid: string };
 
+/**
+ * A rendered batch as it crosses from a render thread: every message's bytes in one buffer, which the thread hands
+ * over (transfers) instead of copying, so the main thread neither copies nor encodes the messages it sends.
+ */
+export interface PackedBatch {
+  bytes: ArrayBuffer;
+  messages: ((MessageHead & { start: number; end: number }) | { id: string; invalid: string })[];
+}
+
 const prepared = new Map<string, Promise<PreparedMessage>>();
 
-export default async function renderBatch(task: RenderTask): Promise<RenderedMessage[]> {
+/** Renders a batch into one buffer (what a thread and the inline pool both do). */
+export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   let message = prepared.get(task.key);
   if (!message) {
     if (prepared.size > 50) prepared.clear(); // a render thread serves few campaigns at once
@@ -34,13 +53,39 @@ export default async function renderBatch(task: RenderTask): Promise<RenderedMes
     message.catch(() => prepared.delete(task.key));
   }
   const ready = await message;
-  return task.recipients.map((r): RenderedMessage => {
+  const raws: string[] = [];
+  const rendered = task.recipients.map((r): MessageHead | { id: string; invalid: string } => {
     try {
       const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data: r.data, emailId: r.id });
-      return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: email.envelope, raw: buildMime(mimeMessageOf(email)) };
+      raws.push(buildMime(mimeMessageOf(email)));
+      return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: email.envelope };
     } catch (err) {
       if (err instanceof AppError) return { id: r.id, invalid: err.message };
       throw err;
     }
   });
+  const sizes = raws.map((raw) => Buffer.byteLength(raw));
+  // Not from Buffer's shared pool: this memory is the batch's alone, so it can be transferred.
+  const bytes = Buffer.allocUnsafeSlow(sizes.reduce((a, b) => a + b, 0));
+  let offset = 0;
+  let i = 0;
+  const messages = rendered.map((m) => {
+    if ('invalid' in m) return m;
+    const start = offset;
+    offset += bytes.write(raws[i]!, start);
+    i++;
+    return { ...m, start, end: offset };
+  });
+  return { bytes: bytes.buffer, messages };
+}
+
+/** The messages of a batch, each with its own view of the batch's bytes. */
+export function unpack(batch: PackedBatch): RenderedMessage[] {
+  return batch.messages.map((m) => ('invalid' in m ? m : { id: m.id, subject: m.subject, messageId: m.messageId, envelope: m.envelope, raw: Buffer.from(batch.bytes, m.start, m.end - m.start) }));
+}
+
+/** The render thread's entry (piscina): the batch, with its buffer marked for transfer. */
+export default async function renderBatch(task: RenderTask) {
+  const batch = await renderPacked(task);
+  return move({ [transferableSymbol]: [batch.bytes], [valueSymbol]: batch });
 }

@@ -42,16 +42,32 @@ describe('buildMime', () => {
     expect(mail.from!.value).toEqual([{ name: 'Zoë, "Team"', address: 'team@bücher.example' }]);
   });
 
-  test('HTML and text are quoted-printable parts of multipart/alternative (text first), decoded exactly', async () => {
+  const encodings = (raw: string) => [...raw.matchAll(/^Content-Type: (text\/\w+).*\r\nContent-Transfer-Encoding: (.*)$/gm)].map((m) => `${m[1]} ${m[2]}`);
+
+  test('HTML and text are parts of multipart/alternative (text first), decoded exactly: quoted-printable when not ASCII, as they are (7bit) when ASCII', async () => {
     const html = `<p>a = b</p>\n.<p>starts with a dot</p><p>${'long line '.repeat(40)}</p><p>€ ünï</p>`;
     const text = 'Line one\n.\ntrailing spaces   \r\nend';
     const raw = buildMime({ ...base, html, text });
     expect(raw).toMatch(/^Content-Type: multipart\/alternative;\r\n boundary="=_mw_[0-9a-f]{24}_a"$/m);
+    expect(encodings(raw)).toEqual(['text/plain 7bit', 'text/html quoted-printable']);
     expect(Math.max(...lines(raw).map((l) => l.length))).toBeLessThanOrEqual(76);
     const mail = await simpleParser(raw);
     expect(mail.html).toBe(html);
     expect(mail.text).toBe(text.replace(/\r\n/g, '\n'));
     expect(raw.indexOf('Content-Type: text/plain')).toBeLessThan(raw.indexOf('Content-Type: text/html'));
+  });
+
+  test('ASCII goes as it is only with lines of at most 998 octets and nothing like a boundary; otherwise quoted-printable', async () => {
+    const fits = `<p>${'x'.repeat(990)}</p>\n<p>a = b, =41 stays literal</p>`;
+    const tooLong = `<p>${'x'.repeat(996)}</p>`; // 1,003 characters on one line
+    const boundaryLike = '<p>a</p>\n--=_mw_000000000000000000000000_a--\n<p>b</p>';
+    for (const [html, encoding] of [[fits, '7bit'], [tooLong, 'quoted-printable'], [boundaryLike, 'quoted-printable'], ['<p>nul\u0000</p>', 'quoted-printable']] as const) {
+      const raw = buildMime({ ...base, html, text: null });
+      expect(encodings(raw)).toEqual([`text/html ${encoding}`]);
+      expect(raw).not.toMatch(/[^\r]\n|\r[^\n]/);
+      expect(Math.max(...lines(raw).map((l) => l.length))).toBeLessThanOrEqual(998);
+      expect((await simpleParser(raw)).html).toBe(`${html}\n`);
+    }
   });
 
   test('without a text part the HTML part is the whole body', async () => {
