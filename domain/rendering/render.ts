@@ -476,5 +476,21 @@ async function runMjml(source: string, field: string): Promise<string> {
       .join('; ');
     throw new TemplateError(field, 'invalid_mjml', detail);
   }
-  return result.html;
+  return withoutIndentation(result.html);
+}
+
+/** Elements whose whitespace is content, left as they are. */
+const PREFORMATTED = /(<(pre|textarea)\b[\s\S]*?<\/\2\s*>)/i;
+
+/**
+ * MJML's output without its indentation and blank lines: about a quarter of a typical newsletter's bytes, which every
+ * message of a campaign would otherwise carry through MIME assembly, SMTP and the receiver. Outside `<pre>` and
+ * `<textarea>` a line break with or without spaces after it is the same whitespace to HTML and CSS, so the message
+ * renders the same.
+ */
+function withoutIndentation(html: string): string {
+  return html
+    .split(PREFORMATTED)
+    .map((part, i) => (i % 3 === 0 ? part.replace(/^[ \t]+/gm, '').replace(/\n{2,}/g, '\n') : i % 3 === 1 ? part : ''))
+    .join('');
 }

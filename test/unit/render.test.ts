@@ -189,6 +189,17 @@ describe('MJML', () => {
     expect(isMjml('<mjmlx>')).toBe(false);
   });
 
+  test("compiled HTML carries no indentation or blank lines, except inside <pre> and <textarea>, and renders the same text", async () => {
+    const body = MJML(`<mj-text>First line\n      second line</mj-text><mj-raw><pre>\n   keep\n\n   this</pre><textarea>  a\n\n  b</textarea></mj-raw>`);
+    const { html } = await compileBody(body);
+    const outside = html.replace(/<pre>[\s\S]*<\/textarea>/, 'X');
+    expect(outside).not.toMatch(/^[ \t]/m);
+    expect(outside).not.toMatch(/\n\s*\n/);
+    expect(html).toContain('<pre>\n   keep\n\n   this</pre><textarea>  a\n\n  b</textarea>');
+    expect(html).toMatch(/First line\s+second line/);
+    expect(htmlToText(html)).toContain('First line second line');
+  });
+
   test('compiles to responsive HTML, then Liquid renders inside it (text, href, src, loops, typed attributes)', async () => {
     const body = `<mjml><mj-head><mj-title>{{ title }}</mj-title></mj-head><mj-body>
       <mj-section><mj-column>
