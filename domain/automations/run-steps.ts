@@ -204,6 +204,45 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
   }
 }
 
+/** A SEND_EMAIL step with the run's records around it (runs started since the records were folded into their steps). */
+export interface SendWithRecordsInput extends SendStepInput {
+  /** The record before the step (the step that ended, and this one RUNNING), unless the previous step wrote it. */
+  before?: Pick<ProgressInput, 'finished' | 'next'>;
+  /**
+   * The record after the step, written once it is sent: this step as finished (it began at `startedAt`) and the next
+   * step's state (a DELAY's wait) or the run's end.
+   */
+  after?: Pick<ProgressInput, 'next' | 'end'> & { startedAt: number };
+}
+
+export interface SendWithRecordsResult {
+  outcome: StepOutcome;
+  /** `after` was written: the run's row already shows this step finished and what comes next. */
+  recorded: boolean;
+  /** The contact was deleted: found by the record before the step (the step did not start) or after it. */
+  gone: 'before' | 'after' | null;
+}
+
+/**
+ * SEND_EMAIL with the run's progress records folded in: one local activity where there were three (the record
+ * before, the send, the record after), which is most of what a run costs the worker and the Temporal server
+ * (BENCHMARKS.md, issue 15). Each part is safe to repeat, so a retried activity writes the same rows and sends no
+ * second email.
+ */
+export async function sendEmailWithRecords(
+  steps: { progress(input: ProgressInput): Promise<ProgressResult>; send(input: SendStepInput): Promise<StepOutcome> },
+  input: SendWithRecordsInput,
+): Promise<SendWithRecordsResult> {
+  const { before, after, ...send } = input;
+  const ref: RunRef = { executionId: input.executionId, projectId: input.projectId, contactId: input.contactId };
+  if (before && (await steps.progress({ ...ref, ...before })).contactGone) return { outcome: { contactGone: true }, recorded: false, gone: 'before' };
+  const outcome = await steps.send(send);
+  if (!after || outcome.contactGone) return { outcome, recorded: false, gone: null };
+  const { startedAt, ...next } = after;
+  const progress = await steps.progress({ ...ref, ...next, finished: { stepId: input.stepId, type: 'SEND_EMAIL', seq: input.seq, startedAt, outcome } });
+  return { outcome, recorded: true, gone: progress.contactGone ? 'after' : null };
+}
+
 /** CONDITION: the filter evaluated against the contact and its events now. */
 export async function conditionStep(em: EntityManager, input: RunRef & { filter: Record<string, unknown> }): Promise<StepOutcome & { matched: boolean }> {
   const f = compileFilter(asFilter(input.filter), { projectId: input.projectId, alias: 'c' });

@@ -5,12 +5,15 @@ import {
   conditionStep,
   recordProgress,
   sendEmailStep,
+  sendEmailWithRecords,
   updateContactStep,
   webhookStep,
   type ProgressInput,
   type ProgressResult,
   type RunRef,
   type SendStepInput,
+  type SendWithRecordsInput,
+  type SendWithRecordsResult,
   type StepOutcome,
   type WebhookStepInput,
 } from '../../domain/automations/run-steps';
@@ -33,6 +36,11 @@ export function createAutomationActivities(deps: ActivityDeps) {
     /** SEND_EMAIL: composes, stores and sends the step's email once. */
     async automationSendEmail(input: SendStepInput): Promise<StepOutcome> {
       return sendEmailStep(deps.orm.em.fork(), { transport: deps.transport, secretBox, links }, input);
+    },
+    /** SEND_EMAIL with the run's records before and after it (runs started since they were folded in). */
+    async automationSendWithRecords(input: SendWithRecordsInput): Promise<SendWithRecordsResult> {
+      const em = deps.orm.em.fork();
+      return sendEmailWithRecords({ progress: (i) => recordProgress(em, i), send: (i) => sendEmailStep(em, { transport: deps.transport, secretBox, links }, i) }, input);
     },
     /** CONDITION: whether the contact matches the filter now. */
     async automationCondition(input: RunRef & { filter: Record<string, unknown> }): Promise<StepOutcome & { matched: boolean }> {

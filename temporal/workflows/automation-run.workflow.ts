@@ -4,6 +4,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -14,7 +15,7 @@ import {
 import type { AutomationActivities } from '../activities/automation.activities';
 import { automationEventSignal, type AutomationSignalEvent } from '../definitions';
 import type { AutomationGraph, GraphStep } from '../../domain/automations/graph';
-import type { StepOutcome } from '../../domain/automations/run-steps';
+import type { ProgressInput, ProgressResult, StepOutcome } from '../../domain/automations/run-steps';
 
 export interface AutomationRunInput {
   executionId: string;
@@ -81,6 +82,13 @@ export async function automationRun(input: AutomationRunInput): Promise<Automati
   let seq = input.resume?.seq ?? 0;
   let finished: { stepId: string; type: GraphStep['type']; seq: number; startedAt: number; outcome: StepOutcome } | null = null;
   let end: { status: 'COMPLETED' | 'CANCELLED'; reason: string | null } = { status: 'COMPLETED', reason: null };
+  // Runs started since this change write their progress records inside the SEND_EMAIL step's activity (one local
+  // activity instead of three); runs started before replay as they were recorded.
+  const folded = patched('automation-records-in-send-step');
+  // The current step's record before it was already written by the previous step's activity.
+  let recorded = false;
+  // The run's end was written by the last step's activity.
+  let endRecorded = false;
   try {
     while (stepId) {
       const step: GraphStep | undefined = graph.steps[stepId];
@@ -96,16 +104,16 @@ export async function automationRun(input: AutomationRunInput): Promise<Automati
         waitingFor = { event: step.config.event, since: Infinity };
         received = null;
       }
-      const progress = await local.automationProgress({
-        ...base,
-        finished,
-        next: {
-          stepId,
-          status: waits ? 'WAITING' : 'RUNNING',
-          wakeInMs: waits || undefined,
-          waitingEvent: step.type === 'WAIT_FOR_EVENT' ? step.config.event : undefined,
-        },
-      });
+      const next: ProgressInput['next'] = {
+        stepId,
+        status: waits ? 'WAITING' : 'RUNNING',
+        wakeInMs: waits || undefined,
+        waitingEvent: step.type === 'WAIT_FOR_EVENT' ? step.config.event : undefined,
+      };
+      // A folded SEND_EMAIL writes its own record before it; a record the previous step wrote is not written again.
+      const before = folded && step.type === 'SEND_EMAIL' && !recorded ? { finished, next } : undefined;
+      const progress: ProgressResult = recorded || before ? { contactGone: false } : await local.automationProgress({ ...base, finished, next });
+      recorded = false;
       if (progress.contactGone) {
         end = { status: 'CANCELLED', reason: 'The contact was deleted' };
         finished = null;
@@ -116,10 +124,48 @@ export async function automationRun(input: AutomationRunInput): Promise<Automati
       let outcome: StepOutcome;
       let exit: string | undefined;
       switch (step.type) {
-        case 'SEND_EMAIL':
-          outcome = await local.automationSendEmail({ ...base, workflowId: workflowInfo().workflowId, stepId, seq, config: step.config, context: input.context });
+        case 'SEND_EMAIL': {
+          const send = { ...base, workflowId: workflowInfo().workflowId, stepId, seq, config: step.config, context: input.context };
           exit = graph.exits[stepId]?.next;
+          if (!folded) {
+            outcome = await local.automationSendEmail(send);
+            break;
+          }
+          // The record after the send, when what follows needs nothing back from it: the run's end, or a DELAY's wait.
+          const following = exit ? graph.steps[exit] : undefined;
+          const after: ProgressInput['next'] | ProgressInput['end'] | undefined = !exit
+            ? { status: 'COMPLETED', reason: null }
+            : following?.type === 'DELAY'
+              ? { stepId: exit, status: 'WAITING', wakeInMs: following.waitMs ?? 0 }
+              : undefined;
+          const r = await local.automationSendWithRecords({
+            ...send,
+            before,
+            after: after && ('stepId' in after ? { next: after, startedAt } : { end: after, startedAt }),
+          });
+          outcome = r.outcome;
+          if (r.gone === 'before') {
+            // As when the record before a step finds the contact gone: the step did not start.
+            end = { status: 'CANCELLED', reason: 'The contact was deleted' };
+            finished = null;
+            seq--;
+            stepId = undefined;
+            continue;
+          }
+          if (r.recorded) {
+            finished = null;
+            if (r.gone === 'after') {
+              end = { status: 'CANCELLED', reason: 'The contact was deleted' };
+              stepId = undefined;
+              continue;
+            }
+            recorded = exit !== undefined;
+            endRecorded = exit === undefined;
+            stepId = exit;
+            continue;
+          }
           break;
+        }
         case 'DELAY':
           await sleep(waits);
           outcome = { waitedMs: waits };
@@ -184,7 +230,7 @@ export async function automationRun(input: AutomationRunInput): Promise<Automati
     }
     throw err;
   }
-  await local.automationProgress({ ...base, finished, end });
+  if (!endRecorded) await local.automationProgress({ ...base, finished, end });
   return { status: end.status, steps: seq, reason: end.reason };
 }
 

@@ -91,7 +91,7 @@ describe('event-triggered runs', () => {
     expect(x.temporalWorkflowId).toBe(`automation/${wf.id}/${x.contactId}/1`);
     expect(x.triggerEventId).toEqual(expect.any(String));
     expect(x.context).toEqual({ plan: 'pro' });
-    await maybeRecordHistory(x.temporalWorkflowId, 'automation-run-send-delay-send');
+    await maybeRecordHistory(x.temporalWorkflowId, 'automation-run-send-delay-send-folded');
     // A second event: no re-entry by default.
     await track(email, event);
     await new Promise((r) => setTimeout(r, 1500));

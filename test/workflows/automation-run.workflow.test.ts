@@ -10,7 +10,7 @@ import type { automationRun, AutomationRunResult } from '../../temporal/workflow
 import type { automationCancelAll } from '../../temporal/workflows/automation-cancel-all.workflow';
 import type { AutomationActivities } from '../../temporal/activities/automation.activities';
 import type { AutomationGraph, GraphStep, StepConfigs, StepExits } from '../../domain/automations/graph';
-import type { ProgressInput, ProgressResult, SendStepInput, StepOutcome, WebhookStepInput } from '../../domain/automations/run-steps';
+import { sendEmailWithRecords, type ProgressInput, type ProgressResult, type SendStepInput, type StepOutcome, type WebhookStepInput } from '../../domain/automations/run-steps';
 
 /**
  * The automation run's orchestration with activity doubles: each step type calls its activity (or waits) and takes
@@ -119,6 +119,8 @@ async function withWorker<T>(doubles: Doubles, fn: (taskQueue: string, calls: Ca
       calls.send.push(i);
       return doubles.send?.(i) ?? { emailId: `email-${i.seq}`, status: 'SENT' };
     },
+    // The real folding (run-steps.ts) over these doubles: its records land in `progress`, its send in `send`.
+    automationSendWithRecords: (i) => sendEmailWithRecords({ progress: activities.automationProgress, send: activities.automationSendEmail }, i),
     automationCondition: async (i) => {
       calls.condition.push(i);
       return doubles.condition?.(i) ?? { matched: true, branch: 'yes' };
@@ -367,8 +369,9 @@ describe('automationRun workflow', () => {
     expect(error).toBeInstanceOf(WorkflowFailedError);
     expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
     expect(calls.send.map((c) => c.stepId)).toEqual(['s1']);
-    expect(calls.progress[1]!.next).toEqual({ stepId: 'd', status: 'WAITING', wakeInMs: 30 * DAY });
-    expect(recordedEnds).toEqual([{ ...omitAutomation(base), finished: expect.objectContaining({ stepId: 's1', seq: 1 }), end: { status: 'CANCELLED', reason: 'Cancelled' } }]);
+    // s1's end and the DELAY's wait are written by s1's own activity (the record after the send); the end adds nothing.
+    expect(calls.progress[1]).toMatchObject({ finished: { stepId: 's1', seq: 1 }, next: { stepId: 'd', status: 'WAITING', wakeInMs: 30 * DAY } });
+    expect(recordedEnds).toEqual([{ ...omitAutomation(base), finished: null, end: { status: 'CANCELLED', reason: 'Cancelled' } }]);
     expect(calls.progress.at(-1)).toBe(recordedEnds[0]);
   });
 
