@@ -5,7 +5,7 @@
 // the worker's peak RSS, CPU seconds per process, and checks every contact got both emails exactly once.
 // Loopback only; stops by itself. Options (env): CONTACTS (10000), CONCURRENCY (track calls in flight, 32), RATE (track
 // calls per second at most; default: as fast as CONCURRENCY allows), to see the latency of a stack that keeps up;
-// WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
+// WINDOW (seconds per row of eventToFirstEmailByWindow, 10), WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
 import { startBenchStack, benchProject } from './stack';
 import { freePort } from '../scripts/services/process';
 import { cpuByProcess, rssMb } from './proc';
@@ -99,6 +99,18 @@ async function main() {
       return { p50: Math.round(percentile(v, 50)), p90: Math.round(percentile(v, 90)), p99: Math.round(percentile(v, 99)) };
     };
     const latencies = [...trackedAt].map(([email, at]) => (sink.arrivals.get(email)?.[0] ?? NaN) - at).sort((a, b) => a - b);
+    // Where the tail is in time: p50 / p99 / max of the contacts tracked in each WINDOW seconds (10) of the run.
+    const firstTracked = Math.min(...trackedAt.values());
+    const WINDOW = Number(process.env.WINDOW ?? 10);
+    const windows = new Map<number, number[]>();
+    for (const [email, at] of trackedAt) {
+      const w = Math.floor((at - firstTracked) / (WINDOW * 1000));
+      windows.set(w, [...(windows.get(w) ?? []), (sink.arrivals.get(email)?.[0] ?? NaN) - at]);
+    }
+    const byWindow = [...windows].sort(([a], [b]) => a - b).map(([w, v]) => {
+      const sorted = v.sort((a, b) => a - b);
+      return `${w * WINDOW}-${(w + 1) * WINDOW} s: ${Math.round(percentile(sorted, 50))} / ${Math.round(percentile(sorted, 99))} / ${Math.round(sorted[sorted.length - 1]!)} (${sorted.length})`;
+    });
     // The contacts' messages only (the bench user's signup verification email reaches the sink too).
     const counts = [...trackedAt.keys()].map((email) => sink.arrivals.get(email)?.length ?? 0);
     const span = (x!.last.getTime() - x!.first.getTime()) / 1000;
@@ -111,6 +123,7 @@ async function main() {
       executionsStarted: x!.n,
       executionsStartedPerSecond: Math.round(x!.n / Math.max(span, trackSeconds / CONTACTS)),
       eventToFirstEmailMs: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+      eventToFirstEmailByWindow: byWindow,
       stagesMs: { eventToExecutionStored: pct(stages[0]!.dispatch), executionStoredToFirstEmailSent: pct(stages[0]!.toFirstEmail) },
       secondsUntilAllEmailsDelivered: Math.round(allDelivered * 10) / 10,
       emails: sink.messages(),

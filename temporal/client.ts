@@ -1,4 +1,5 @@
 import { Client, Connection, ScheduleAlreadyRunning, type WorkflowStartOptions, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
 import { TypedSearchAttributes, WorkflowIdReusePolicy, type SearchAttributePair } from '@temporalio/common';
 import type { AutomationRunControl, AutomationRunStart } from '../domain/automations/execution.service';
 import type { Config } from '../domain/config';
@@ -30,9 +31,22 @@ export const MAX_DELIVERY_BATCH = 40;
 export class TemporalGateway implements CampaignSendControl, AutomationRunControl {
   private constructor(
     readonly client: Client,
-    private readonly connection: Connection,
+    /** Closed by close(); null when the connection is borrowed (a worker's). */
+    private readonly connection: Connection | null,
     private readonly taskQueue: string,
+    /** Ask for eager starts of automation runs (only a worker's own connection can have them). */
+    private readonly eagerStarts = false,
   ) {}
+
+  /**
+   * A gateway over a worker's own connection (its owner closes it). Automation runs it starts ask Temporal to start
+   * eagerly: the run's first workflow task comes back in the start's answer and goes straight to this process's
+   * worker, instead of through the server's task queue and a poll (`system.enableEagerWorkflowStart`, on by
+   * default). Without a free workflow-task slot here the start is an ordinary one.
+   */
+  static overWorkerConnection(connection: NativeConnection, cfg: Config['temporal']): TemporalGateway {
+    return new TemporalGateway(new Client({ connection, namespace: cfg.namespace }), null, cfg.taskQueue, true);
+  }
 
   static async connect(cfg: Config['temporal']): Promise<TemporalGateway> {
     const connection = await Connection.connect({ address: cfg.address });
@@ -53,7 +67,7 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     workflowId: string,
     args: WorkflowArgs<N>,
     attributes: SearchAttributePair[],
-    extra: Pick<WorkflowStartOptions, 'workflowIdReusePolicy' | 'workflowIdConflictPolicy'> = {},
+    extra: Pick<WorkflowStartOptions, 'workflowIdReusePolicy' | 'workflowIdConflictPolicy' | 'requestEagerStart'> = {},
   ): Promise<string> {
     await this.startRun(name, workflowId, args, attributes, extra);
     return workflowId;
@@ -68,7 +82,7 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     workflowId: string,
     args: WorkflowArgs<N>,
     attributes: SearchAttributePair[],
-    extra: Pick<WorkflowStartOptions, 'workflowIdReusePolicy' | 'workflowIdConflictPolicy'> = {},
+    extra: Pick<WorkflowStartOptions, 'workflowIdReusePolicy' | 'workflowIdConflictPolicy' | 'requestEagerStart'> = {},
   ): Promise<string | null> {
     try {
       // The signature types `args` by the workflow; the SDK's conditional option type cannot see that through `N`.
@@ -225,7 +239,7 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
         { key: SA.AutomationId, value: input.automationId },
         { key: SA.ContactId, value: input.contactId },
       ],
-      { workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE },
+      { workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE, ...(this.eagerStarts ? { requestEagerStart: true } : {}) },
     );
   }
 
@@ -323,6 +337,6 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
   }
 
   async close(): Promise<void> {
-    await this.connection.close();
+    await this.connection?.close();
   }
 }

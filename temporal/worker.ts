@@ -72,7 +72,7 @@ export async function createWorker() {
       if (worker.getState() !== 'RUNNING') throw new Error(`worker state ${worker.getState()}`);
     },
   };
-  return { worker, close, health };
+  return { worker, close, health, connection };
 }
 
 /**
@@ -90,12 +90,19 @@ async function startWorkerMetrics(health: Record<string, HealthCheck>, cfg = con
   }
 }
 
-/** The event outbox's dispatcher for the consumers of the process registry. */
-function createEventDispatcher(cfg = config()): EventDispatcher {
+/**
+ * The event outbox's dispatcher for the consumers of the process registry. Once the worker exists, the automations
+ * consumer starts runs over the worker's own connection, so they start eagerly on this worker (TemporalGateway
+ * .overWorkerConnection); before that, over a connection of its own.
+ */
+function createEventDispatcher(workerConnection: () => NativeConnection | undefined, cfg = config()): EventDispatcher {
   const { outbox } = cfg.events;
-  // The automations consumer's client, connected at its first use (events flow before Temporal is needed).
+  let eager: TemporalGateway | undefined;
+  // The consumer's own client, connected at its first use (events flow before Temporal is needed).
   let gateway: Promise<TemporalGateway> | undefined;
   const automationControl = () => {
+    const native = workerConnection();
+    if (native) return Promise.resolve((eager ??= TemporalGateway.overWorkerConnection(native, cfg.temporal)));
     gateway ??= TemporalGateway.connect(cfg.temporal).catch((err: unknown) => {
       gateway = undefined;
       throw err;
@@ -111,11 +118,13 @@ function createEventDispatcher(cfg = config()): EventDispatcher {
 
 async function main() {
   // Events flow while the worker bundles its workflows.
-  const dispatcher = createEventDispatcher();
+  let workerConnection: NativeConnection | undefined;
+  const dispatcher = createEventDispatcher(() => workerConnection);
   await dispatcher.start();
   enableProcessMetrics();
   sampleOutboxRows(() => dispatcher.backlog());
-  const { worker, close, health } = await createWorker();
+  const { worker, close, health, connection } = await createWorker();
+  workerConnection = connection;
   const metrics = await startWorkerMetrics(health);
   const gateway = await TemporalGateway.connect(config().temporal);
   await gateway.ensureEmailSweeperSchedule();
