@@ -118,13 +118,13 @@ function createEventDispatcher(workerConnection: () => NativeConnection | undefi
 
 async function main() {
   // Events flow while the worker bundles its workflows.
-  let workerConnection: NativeConnection | undefined;
-  const dispatcher = createEventDispatcher(() => workerConnection);
+  const started: { connection?: NativeConnection } = {};
+  const dispatcher = createEventDispatcher(() => started.connection);
   await dispatcher.start();
   enableProcessMetrics();
   sampleOutboxRows(() => dispatcher.backlog());
   const { worker, close, health, connection } = await createWorker();
-  workerConnection = connection;
+  started.connection = connection;
   const metrics = await startWorkerMetrics(health);
   const gateway = await TemporalGateway.connect(config().temporal);
   await gateway.ensureEmailSweeperSchedule();
