@@ -25,13 +25,15 @@ export default async function globalSetup(): Promise<void> {
   // Built here, once per machine, rather than in billing.test.ts's set-up: a first build downloads Go modules, which
   // must not count against a test's time limit.
   resolveStripeMockBinary(log);
-  const [pgPort, temporalPort, apiPort, workerMetricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const [pgPort, temporalPort] = await Promise.all([freePort(), freePort()]);
   const capture = await startSmtpCapture();
   const dns = await startDnsServer();
   const infra = await startInfrastructure(
     { dataDir, persistent: false, ports: { postgres: pgPort, temporal: temporalPort, smtp: 0, mailboxWeb: 0 }, log },
     { SMTP_URL: capture.smtpUrl },
   );
+  // Chosen once the Temporal dev server has taken the free ports its internal services use.
+  const [apiPort, workerMetricsPort] = await Promise.all([freePort(), freePort()]);
   const env = {
     ...infra.env,
     NODE_ENV: 'test',

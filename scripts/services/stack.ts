@@ -41,19 +41,17 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
     const tasks: Promise<void>[] = [];
     if (given.DATABASE_URL) env.DATABASE_URL = given.DATABASE_URL;
     else {
-      tasks.push(
-        (async () => {
-          opts.log(`starting Postgres on 127.0.0.1:${opts.ports.postgres} (data in ${path.join(opts.dataDir, 'postgres')})`);
-          const pg = await startEmbeddedPostgres({
-            dataDir: path.join(opts.dataDir, 'postgres'),
-            port: opts.ports.postgres,
-            database: 'mailwright',
-            persistent: opts.persistent,
-          });
-          stops.push(pg.stop);
-          env.DATABASE_URL = pg.url;
-        })(),
-      );
+      // Postgres first, on its own: the Temporal dev server takes free ports for its internal services as it starts,
+      // and one of them could be the port chosen for Postgres a moment earlier.
+      opts.log(`starting Postgres on 127.0.0.1:${opts.ports.postgres} (data in ${path.join(opts.dataDir, 'postgres')})`);
+      const pg = await startEmbeddedPostgres({
+        dataDir: path.join(opts.dataDir, 'postgres'),
+        port: opts.ports.postgres,
+        database: 'mailwright',
+        persistent: opts.persistent,
+      });
+      stops.push(pg.stop);
+      env.DATABASE_URL = pg.url;
     }
     if (given.TEMPORAL_ADDRESS) env.TEMPORAL_ADDRESS = given.TEMPORAL_ADDRESS;
     else {
@@ -90,7 +88,7 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
     }
     const results = await Promise.allSettled(tasks);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw failed.reason;
+    if (failed) throw failed.reason ?? new Error('a service of the stack did not start (no reason given)');
     const orm = await initOrm(env.DATABASE_URL!, 2);
     try {
       const applied = await migrate(orm);
