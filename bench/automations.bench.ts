@@ -105,7 +105,8 @@ async function main() {
     const windows = new Map<number, number[]>();
     for (const [email, at] of trackedAt) {
       const w = Math.floor((at - firstTracked) / (WINDOW * 1000));
-      windows.set(w, [...(windows.get(w) ?? []), (sink.arrivals.get(email)?.[0] ?? NaN) - at]);
+      const inWindow = windows.get(w) ?? windows.set(w, []).get(w)!;
+      inWindow.push((sink.arrivals.get(email)?.[0] ?? NaN) - at);
     }
     const byWindow = [...windows].sort(([a], [b]) => a - b).map(([w, v]) => {
       const sorted = v.sort((a, b) => a - b);

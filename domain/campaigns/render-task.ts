@@ -64,9 +64,8 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
       throw err;
     }
   });
-  const sizes = raws.map((raw) => Buffer.byteLength(raw));
   // Not from Buffer's shared pool: this memory is the batch's alone, so it can be transferred.
-  const bytes = Buffer.allocUnsafeSlow(sizes.reduce((a, b) => a + b, 0));
+  const bytes = Buffer.allocUnsafeSlow(raws.reduce((n, raw) => n + Buffer.byteLength(raw), 0));
   let offset = 0;
   let i = 0;
   const messages = rendered.map((m) => {

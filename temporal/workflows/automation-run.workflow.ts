@@ -131,18 +131,15 @@ export async function automationRun(input: AutomationRunInput): Promise<Automati
             outcome = await local.automationSendEmail(send);
             break;
           }
-          // The record after the send, when what follows needs nothing back from it: the run's end, or a DELAY's wait.
+          // The record after the send, when what follows needs nothing back from it: the run's end, or a DELAY's wait
+          // (the same record the DELAY would write before itself).
           const following = exit ? graph.steps[exit] : undefined;
-          const after: ProgressInput['next'] | ProgressInput['end'] | undefined = !exit
-            ? { status: 'COMPLETED', reason: null }
+          const after = !exit
+            ? { end: { status: 'COMPLETED' as const, reason: null }, startedAt }
             : following?.type === 'DELAY'
-              ? { stepId: exit, status: 'WAITING', wakeInMs: following.waitMs ?? 0 }
+              ? { next: { stepId: exit, status: 'WAITING' as const, wakeInMs: following.waitMs || undefined }, startedAt }
               : undefined;
-          const r = await local.automationSendWithRecords({
-            ...send,
-            before,
-            after: after && ('stepId' in after ? { next: after, startedAt } : { end: after, startedAt }),
-          });
+          const r = await local.automationSendWithRecords({ ...send, before, after });
           outcome = r.outcome;
           if (r.gone === 'before') {
             // As when the record before a step finds the contact gone: the step did not start.
