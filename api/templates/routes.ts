@@ -20,7 +20,9 @@ const TAGS = ['Templates'];
 // A body at the 512 KB cap must reach validation even when JSON escaping doubles it, whatever MAX_JSON_BODY is.
 const TEMPLATE_BODY_LIMIT = 2 * 1024 * 1024;
 
-export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
+export function templateRoutes(routes: Routes, deps: ApiDeps): void {
+  // A change made here is seen by this process's next send at once; other processes learn it from the change feed.
+  const forgetCached = (projectId: string) => deps.caches.templates?.forgetProject(projectId);
   // The contact field usage endpoint lists templates that read a field once the API has loaded this module.
 
   routes.add({
@@ -78,9 +80,11 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     body: UpdateTemplateBody,
     bodyLimit: TEMPLATE_BODY_LIMIT,
     responses: { 200: { description: 'Updated template', schema: TemplateSchema }, ...errorResponses(401, 403, 404, 413, 422) },
-    handler: async ({ ctx, params, body, principal }) => ({
-      body: presentTemplate(await updateTemplate(ctx.state.em, principal.projectId, params.id, body)),
-    }),
+    handler: async ({ ctx, params, body, principal }) => {
+      const template = await updateTemplate(ctx.state.em, principal.projectId, params.id, body);
+      forgetCached(principal.projectId);
+      return { body: presentTemplate(template) };
+    },
   });
 
   routes.add({
@@ -94,6 +98,7 @@ export function templateRoutes(routes: Routes, _deps: ApiDeps): void {
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 404, 409, 422) },
     handler: async ({ ctx, params, principal }) => {
       await deleteTemplate(ctx.state.em, principal.projectId, params.id);
+      forgetCached(principal.projectId);
       return {};
     },
   });
