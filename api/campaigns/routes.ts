@@ -212,13 +212,16 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
       'In any status. The subject starts with "[Test] " and the message has the header `X-Mailwright-Test: true`. It is rendered with the data ' +
       "of the project's contact with that address, if there is one (no contact is created or changed), is sent as transactional mail (it " +
       "reaches an unsubscribed contact too), tracks no opens or clicks, and counts in no campaign's stats. Needs sendable content (422) and " +
-      'a verified sender domain (403). 503 when delivery cannot be queued.',
+      'a verified sender domain (403). It counts toward the emails cap like any send: 402 BILLING_LIMIT_EXCEEDED at the cap. 503 when ' +
+      'delivery cannot be queued.',
     tags: TAGS,
     auth: 'secret',
     params: CampaignIdParams,
     body: TestCampaignBody,
-    responses: { 200: { description: 'The test email, queued for delivery', schema: TestCampaignResponse }, ...errorResponses(401, 403, 404, 422, 503) },
-    handler: async ({ ctx, params, body, principal }) => ({ body: await sendTestEmail(ctx.state.em, deps.intake, principal.projectId, params.id, body.email) }),
+    responses: { 200: { description: 'The test email, queued for delivery', schema: TestCampaignResponse }, ...errorResponses(401, 402, 403, 404, 422, 503) },
+    handler: async ({ ctx, params, body, principal }) => ({
+      body: await sendTestEmail(ctx.state.em, deps.intake, principal.projectId, params.id, body.email, billing),
+    }),
   });
 
   routes.add({

@@ -69,7 +69,8 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     description:
       'multipart/form-data: `file` (CSV, UTF-8, at most 5 MB; `,` `;` or tab, detected from the header), optional `mapping` and `subscribed`. ' +
       'The header needs an `email` column (any case) unless `mapping` names one; `subscribed` (true/false/yes/no/1/0) is optional; other columns ' +
-      'become contact data (numbers and booleans typed, empty cells ignored). A file that is empty, binary, not UTF-8 or has no email column is refused with 422.',
+      'become contact data (numbers and booleans typed, empty cells ignored). A file that is empty, binary, not UTF-8 or has no email column is refused with 422. ' +
+      "New contacts past the project's contacts cap are not created: each is a row error of the job.",
     tags: TAGS,
     auth: 'secret',
     body: ImportBody,

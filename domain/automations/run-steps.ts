@@ -16,6 +16,7 @@ import { callWebhook, WebhookError } from './webhook';
 import type { StepConfigs } from './graph';
 import type { StepType } from './automation.entity';
 import type { LinkConfig } from '../tracking/links';
+import { assertEmailsUnder, emailsCapOf, type BillingConfig } from '../billing/billing.service';
 
 /*
  * What each step of an automation run does, as the run's activities call it (temporal/activities/automation.activities.ts).
@@ -129,6 +130,8 @@ export interface SendStepDeps {
   transport: Transporter;
   secretBox: SecretBox;
   links: LinkConfig;
+  /** Plans and their caps: a project at its emails cap sends nothing from a step (BILLING_PLANS, project caps). */
+  billing: BillingConfig;
 }
 
 /**
@@ -145,6 +148,7 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
     contact: { email: string; data: ContactData } | null;
     template: TemplateParts | null;
     settings: Partial<ProjectSettings> | null;
+    billing: { plan: string; emails: string | null } | null;
   }>(
     em,
     'automation_send_read',
@@ -152,7 +156,8 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
             (select json_build_object('email', email, 'data', data) from contacts where id = $2 and project_id = $3) as contact,
             (select json_build_object('id', id, 'type', type, 'subject', subject, 'body', body, 'from', from_email, 'fromName', from_name, 'replyTo', reply_to)
                from templates where id = $4 and project_id = $3) as template,
-            (select settings from projects where id = $3) as settings`,
+            (select settings from projects where id = $3) as settings,
+            (select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing`,
     [emailId, input.contactId, input.projectId, input.config.templateId],
   );
   let existing = row!.existing;
@@ -160,6 +165,16 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
     const { contact, template } = row!;
     if (!contact) return { contactGone: true };
     if (!template) return { status: 'FAILED', error: `The template ${input.config.templateId} no longer exists` };
+    // The emails cap, as /v1/send checks it: at the cap the step sends nothing (no email stored) and the run goes on.
+    const cap = emailsCapOf(deps.billing, row!.billing);
+    if (cap !== null) {
+      try {
+        await assertEmailsUnder(em, input.projectId, cap, 1);
+      } catch (err) {
+        if (err instanceof AppError) return { status: 'FAILED', error: err.message };
+        throw err;
+      }
+    }
     const settings = { ...DEFAULT_PROJECT_SETTINGS, ...row!.settings };
     const c = input.config;
     let composed;

@@ -76,6 +76,12 @@ export function effectiveCaps(plan: Caps, own: Caps): Caps {
   return { emails: lower(plan.emails, own.emails), contacts: lower(plan.contacts, own.contacts), events: lower(plan.events, own.events) };
 }
 
+/** The caps enforced for a project now, read without a cache (the worker's jobs read them once per run). */
+export async function capsInForce(em: EntityManager, config: BillingConfig, projectId: string): Promise<Caps> {
+  const state = await billingState(em, config, projectId);
+  return effectiveCaps(planCaps(config, state.plan), state.own);
+}
+
 /** Sets the project's own caps (all three: null removes one). */
 export async function setOwnCaps(em: EntityManager, projectId: string, caps: Caps): Promise<void> {
   await em.execute(
@@ -142,6 +148,20 @@ export async function consumption(em: EntityManager, projectId: string, now = ne
   return { period, emails: { sent, pending }, contacts, events };
 }
 
+/**
+ * The emails cap in force from a project's billing row as a caller read it with its own query (`plan` and
+ * `emails_per_month`; null without a row): the automation SEND_EMAIL step reads it with the rest of what it needs.
+ */
+export function emailsCapOf(config: BillingConfig, row: { plan: string; emails: string | number | null } | null): number | null {
+  return effectiveCaps(planCaps(config, row?.plan ?? config.defaultPlan), { ...NO_CAPS, emails: row ? num(row.emails) : null }).emails;
+}
+
+/** Refuses (402) `count` more emails this period against a known cap: what was sent, plus what running campaigns owe. */
+export async function assertEmailsUnder(em: EntityManager, projectId: string, cap: number, count: number | (() => Promise<number>)): Promise<void> {
+  const [sent, pending, adding] = await Promise.all([emailsSent(em, projectId, billingPeriod()), emailsPending(em, projectId), typeof count === 'number' ? count : count()]);
+  refuseOver('emails', cap, sent + pending, adding);
+}
+
 export type BillingCache = ProjectScopedCache<Caps>;
 /** Enforced caps per project, dropped on the `billing:<id>` notification of any change to the project's billing row. */
 export const createBillingCache = (feed: ChangeFeed | undefined): BillingCache => new ProjectScopedCache<Caps>(feed, 'billing', 60_000);
@@ -167,19 +187,14 @@ export class BillingGuard {
 
   /** The caps in force for the project. */
   async caps(em: EntityManager, projectId: string): Promise<Caps> {
-    const load = async () => {
-      const state = await billingState(em, this.config, projectId);
-      return { value: effectiveCaps(planCaps(this.config, state.plan), state.own), projectId };
-    };
+    const load = async () => ({ value: await capsInForce(em, this.config, projectId), projectId });
     return (this.cache ? await this.cache.get(projectId, load) : (await load()).value) ?? { ...NO_CAPS };
   }
 
   /** `count` more emails this period (a send's recipients; a campaign's audience, counted only when a cap applies). */
   async assertEmails(em: EntityManager, projectId: string, count: number | (() => Promise<number>)): Promise<void> {
     const cap = (await this.caps(em, projectId)).emails;
-    if (cap === null) return;
-    const [sent, pending, adding] = await Promise.all([emailsSent(em, projectId, billingPeriod()), emailsPending(em, projectId), typeof count === 'number' ? count : count()]);
-    refuseOver('emails', cap, sent + pending, adding);
+    if (cap !== null) await assertEmailsUnder(em, projectId, cap, count);
   }
 
   /** Contacts for these addresses, those not in the project yet being created. */

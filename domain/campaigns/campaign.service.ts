@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { BillingGuard } from '../billing/billing.service';
 import { AppError, conflict, notFound, validationError, type FieldError } from '../errors';
 import { checkTemplateSyntax, compileBody } from '../rendering/render';
 import { assertSenderDomain } from '../domains/domain.service';
@@ -346,8 +347,9 @@ export interface TestSendResult {
  * a tester's opens and clicks never become a contact's events, and goes through the email intake like any email.
  * No contact is created or changed: without one, the links are signed for a throw-away id and the row has no contact.
  */
-export async function sendTestEmail(em: EntityManager, intake: EmailIntake, projectId: string, id: string, to: string): Promise<TestSendResult> {
+export async function sendTestEmail(em: EntityManager, intake: EmailIntake, projectId: string, id: string, to: string, billing?: BillingGuard): Promise<TestSendResult> {
   const resolved = await resolveCampaignMessage(em, await campaignRow(em, projectId, id));
+  await billing?.assertEmails(em, projectId, 1);
 
   const email = normalizeEmail(to);
   const [contact] = await preparedQuery<{ id: string; email: string; data: ContactData }>(

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PoolClient } from 'pg';
 import { uuidv7s } from '../ids';
+import { capsInForce, type BillingConfig } from '../billing/billing.service';
 import { finishJob, markJobRunning, withTransaction, type JobRow, type RowError } from '../jobs/job.service';
 import { countContacts } from './contact-counts';
 import { byteOffset, CsvRejected, csvText, MAX_STORED_ROW_ERRORS, readLayout, rowData, rowHead, scanRecords, type CsvLayout, type CsvText, type RowHead } from './contact-import-csv';
@@ -155,6 +156,8 @@ interface ImportPlan {
   /** Index of the last valid row of each email: an earlier row with that email is superseded (skipped). */
   lastRow: Map<string, number>;
   existing: Map<string, string>;
+  /** The project's contacts cap when the run was planned (null: none): rows that would pass it fail. */
+  contactsCap: number | null;
 }
 
 class JobEnded extends Error {}
@@ -171,6 +174,7 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
   const to = Math.min(from + IMPORT_BATCH_SIZE, heads.length);
   const errors: RowError[] = [];
   const upserts: Upsert[] = [];
+  const upsertLines: number[] = [];
   let skipped = 0;
   let i = from;
   const start = from === 0 ? 0 : plan.ends[from - 1]!;
@@ -183,7 +187,10 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
       const h = heads[i]!;
       if (h.error) errors.push({ line: h.line, ...(h.email ? { email: h.email } : {}), message: h.error });
       else if (lastRow.get(h.email!) !== i) skipped++; // a later row with this email wins
-      else upserts.push({ email: h.email!, subscribed: h.subscribed, data: rowData(plan.layout, fields), contactId: existing.get(h.email!) });
+      else {
+        upserts.push({ email: h.email!, subscribed: h.subscribed, data: rowData(plan.layout, fields), contactId: existing.get(h.email!) });
+        upsertLines.push(h.line);
+      }
       i++;
     },
     to - from,
@@ -195,6 +202,7 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
       async (c) => {
         const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, $2, $3) on conflict do nothing', [job.id, chunk, to - from]);
         if (claimed.rowCount === 0) return 'taken' as const;
+        if (plan.contactsCap !== null) await keepWithinContactsCap(em, c, job.projectId, plan.contactsCap, upserts, upsertLines, errors);
         const r = upserts.length > 0 ? await upsertBatch(c, job.projectId, job.options.subscribed ?? true, upserts) : { created: 0, updated: 0 };
         // Chunks commit in any order: the stored errors are the lowest lines seen so far, so in the end the file's first
         // ones; the position columns say how far the import has reached.
@@ -221,6 +229,25 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
   }
 }
 
+/**
+ * Turns the new contacts of a chunk that would take the project past its contacts cap into row errors (the rows before
+ * them are created; updates of existing contacts always go through). Chunks of the project commit one at a time here
+ * (a transaction-scoped advisory lock), so concurrent writers cannot pass the cap together.
+ */
+async function keepWithinContactsCap(em: EntityManager, c: PoolClient, projectId: string, cap: number, upserts: Upsert[], lines: number[], errors: RowError[]): Promise<void> {
+  if (!upserts.some((u) => !u.contactId)) return;
+  await c.query(`select pg_advisory_xact_lock(hashtext('contacts-cap:' || $1))`, [projectId]);
+  // Read after the lock: every chunk that held it before has committed, so its contacts are counted.
+  let room = Math.max(cap - (await countContacts(em, projectId)), 0);
+  for (let i = 0; i < upserts.length; i++) {
+    if (upserts[i]!.contactId || room-- > 0) continue;
+    errors.push({ line: lines[i]!, email: upserts[i]!.email, message: `The project's contacts cap (${cap}) is reached: the contact was not created` });
+    upserts.splice(i, 1);
+    lines.splice(i, 1);
+    i--;
+  }
+}
+
 async function loadFile(em: EntityManager, jobId: string): Promise<Buffer> {
   const rows = await em.execute<{ content: Buffer }[]>('select content from contact_import_files where job_id = ?', [jobId]);
   if (!rows[0]) throw new CsvRejected('The uploaded file is gone');
@@ -240,11 +267,12 @@ export async function startImport(em: EntityManager, jobId: string): Promise<{ r
  * set, duplicate emails are resolved (the last valid row wins) and the file's existing contacts are looked up.
  * Returns null when every chunk is committed already.
  */
-async function planImport(em: EntityManager, job: JobRow): Promise<{ plan: ImportPlan; pending: number[] } | null> {
-  const [file, committed, projectSize] = await Promise.all([
+async function planImport(em: EntityManager, job: JobRow, billing: BillingConfig): Promise<{ plan: ImportPlan; pending: number[] } | null> {
+  const [file, committed, projectSize, caps] = await Promise.all([
     loadFile(em, job.id),
     em.execute<{ chunk: number }[]>('select chunk from job_chunks where job_id = ?', [job.id]),
     countContacts(em, job.projectId),
+    capsInForce(em, billing, job.projectId),
   ]);
   const layout = readLayout(file, job.options.mapping);
   const src = csvText(file, layout);
@@ -284,7 +312,7 @@ async function planImport(em: EntityManager, job: JobRow): Promise<{ plan: Impor
     findExisting(em, job.projectId, projectSize, emails),
     job.total === heads.length ? undefined : markJobRunning(em, job.id, heads.length),
   ]);
-  return { plan: { job, layout, src, heads, ends, linesAfter, endLines, chunkEnds, lastRow, existing }, pending };
+  return { plan: { job, layout, src, heads, ends, linesAfter, endLines, chunkEnds, lastRow, existing, contactsCap: caps.contacts }, pending };
 }
 
 /**
@@ -295,11 +323,11 @@ async function planImport(em: EntityManager, job: JobRow): Promise<{ plan: Impor
  */
 export async function importChunks(
   em: EntityManager,
-  input: { jobId: string; deadline: number; shouldStop?: () => boolean; onChunk?: (chunk: number) => void },
+  input: { jobId: string; deadline: number; billing: BillingConfig; shouldStop?: () => boolean; onChunk?: (chunk: number) => void },
 ): Promise<{ done: boolean }> {
   const job = await markJobRunning(em, input.jobId);
   if (!job) return { done: true }; // finished (e.g. cancelled) meanwhile
-  const planned = await planImport(em, job);
+  const planned = await planImport(em, job, input.billing);
   if (!planned) {
     await finishJob(em, job.id, 'COMPLETED');
     return { done: true };

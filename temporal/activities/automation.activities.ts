@@ -35,12 +35,12 @@ export function createAutomationActivities(deps: ActivityDeps) {
     },
     /** SEND_EMAIL: composes, stores and sends the step's email once. */
     async automationSendEmail(input: SendStepInput): Promise<StepOutcome> {
-      return sendEmailStep(deps.orm.em.fork(), { transport: deps.transport, secretBox, links }, input);
+      return sendEmailStep(deps.orm.em.fork(), { transport: deps.transport, secretBox, links, billing: deps.config.billing }, input);
     },
     /** SEND_EMAIL with the run's records before and after it (runs started since they were folded in). */
     async automationSendWithRecords(input: SendWithRecordsInput): Promise<SendWithRecordsResult> {
       const em = deps.orm.em.fork();
-      return sendEmailWithRecords({ progress: (i) => recordProgress(em, i), send: (i) => sendEmailStep(em, { transport: deps.transport, secretBox, links }, i) }, input);
+      return sendEmailWithRecords({ progress: (i) => recordProgress(em, i), send: (i) => sendEmailStep(em, { transport: deps.transport, secretBox, links, billing: deps.config.billing }, i) }, input);
     },
     /** CONDITION: whether the contact matches the filter now. */
     async automationCondition(input: RunRef & { filter: Record<string, unknown> }): Promise<StepOutcome & { matched: boolean }> {

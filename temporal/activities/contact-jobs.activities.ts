@@ -26,6 +26,7 @@ export function createContactJobActivities(deps: ActivityDeps) {
         return await importChunks(deps.orm.em.fork(), {
           jobId: input.jobId,
           deadline: Date.now() + IMPORT_SLICE_MS,
+          billing: deps.config.billing,
           shouldStop: () => ctx.cancellationSignal.aborted,
           onChunk: (chunk) => ctx.heartbeat({ chunk }),
         });

@@ -221,6 +221,78 @@ describe('enforcement: 402 BILLING_LIMIT_EXCEEDED before anything is queued', ()
     await putLimits(p, { events: 11 });
     expect((await api('POST', '/v1/track', { key: p.publicKey, body: { email: `e@${domain}`, event: 'purchase' } })).status).toBe(200);
   });
+
+  test('an automation SEND_EMAIL step at the emails cap sends and stores nothing, records FAILED with the reason and the run goes on; a campaign test send is refused', async () => {
+    const p = await createTestProject('Billing automation cap');
+    const domain = uniqueDomain();
+    await addVerifiedDomain(p.projectId, domain);
+    await putLimits(p, { emails: 1 });
+    const secret = (method: string, path: string, body?: unknown) => api(method, path, { key: p.secretKey, body });
+    const template = await secret('POST', '/templates', { name: 'Welcome', subject: 'Welcome', body: '<p>Hi</p>', type: 'TRANSACTIONAL', from: `auto@${domain}` });
+    expect(template.status).toBe(201);
+    const wf = (await secret('POST', '/workflows', { name: 'Welcome', triggerEvent: 'signed-up' })).body;
+    const send = (await secret('POST', `/workflows/${wf.id}/steps`, { type: 'SEND_EMAIL', config: { templateId: template.body.id } })).body;
+    const exit = (await secret('POST', `/workflows/${wf.id}/steps`, { type: 'EXIT', config: {} })).body;
+    expect((await secret('POST', `/workflows/${wf.id}/transitions`, { fromStepId: send.id, toStepId: exit.id })).status).toBe(201);
+    expect((await secret('PATCH', `/workflows/${wf.id}`, { enabled: true })).status).toBe(200);
+    const runOf = async (email: string) => {
+      const { rows: found } = await db().query<{ id: string }>('select id from contacts where project_id = $1 and email = $2', [p.projectId, email]);
+      if (!found[0]) return null;
+      const list = (await secret('GET', `/workflows/${wf.id}/executions?contactId=${found[0].id}`)).body.data;
+      return list[0] ? (await secret('GET', `/workflows/${wf.id}/executions/${list[0].id}`)).body : null;
+    };
+    const finished = (email: string) => until(`the run of ${email}`, () => runOf(email), (x) => x?.status === 'COMPLETED');
+
+    // Under the cap: sent, and counted once the rollup has it.
+    expect((await api('POST', '/v1/track', { key: p.publicKey, body: { email: `first@${domain}`, event: 'signed-up' } })).status).toBe(200);
+    expect((await finished(`first@${domain}`)).steps[0].outcome).toMatchObject({ status: 'SENT' });
+    await waitForMail(`first@${domain}`);
+    await until('the sent rollup', () => consumption(p), (c) => c.emails.used === 1);
+
+    // At the cap: the step fails with the cap's message, the run still reaches EXIT, nothing is stored or delivered.
+    expect((await api('POST', '/v1/track', { key: p.publicKey, body: { email: `second@${domain}`, event: 'signed-up' } })).status).toBe(200);
+    const second = await finished(`second@${domain}`);
+    expect(second.steps.map((s: { type: string }) => s.type)).toEqual(['SEND_EMAIL', 'EXIT']);
+    expect(second.steps[0].outcome).toMatchObject({ status: 'FAILED', error: expect.stringContaining('its cap is 1') });
+    expect(await rows('select count(*) as n from emails where project_id = $1 and to_email = $2', [p.projectId, `second@${domain}`])).toBe(0);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await messagesTo(`second@${domain}`)).toHaveLength(0);
+
+    const campaign = await secret('POST', '/campaigns', { name: 'News', subject: 'News', body: '<p>News</p>', from: `news@${domain}`, audienceType: 'ALL' });
+    capRefused(await secret('POST', `/campaigns/${campaign.body.id}/test`, { email: `tester@${domain}` }), 'emails');
+    await putLimits(p, { emails: 2 });
+    expect((await secret('POST', `/campaigns/${campaign.body.id}/test`, { email: `tester@${domain}` })).status).toBe(200);
+    await waitForMail(`tester@${domain}`);
+  });
+
+  test('a CSV import creates new contacts up to the contacts cap; the rest are row errors, and existing contacts are still updated', async () => {
+    const p = await createTestProject('Billing import cap');
+    const domain = uniqueDomain();
+    expect((await api('POST', '/contacts', { key: p.secretKey, body: { email: `old@${domain}` } })).status).toBe(201);
+    await putLimits(p, { contacts: 3 });
+    const csv = ['email,plan', `new1@${domain},pro`, `old@${domain},team`, `new2@${domain},free`, `new3@${domain},free`, `new4@${domain},free`].join('\n');
+    const form = new FormData();
+    form.append('file', new Blob([csv]), 'contacts.csv');
+    const queued = await fetch(`${stackEnv().apiUrl}/contacts/import`, { method: 'POST', headers: { authorization: `Bearer ${p.secretKey}` }, body: form });
+    expect(queued.status).toBe(202);
+    const { jobId } = (await queued.json()) as { jobId: string };
+    const job = await until(
+      'the import',
+      async () => (await api('GET', `/contacts/import/${jobId}`, { key: p.secretKey })).body,
+      (j) => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(j.status),
+    );
+    expect(job).toMatchObject({ status: 'COMPLETED', total: 5, processed: 5, created: 2, updated: 1, failed: 2 });
+    expect(job.errors).toEqual([
+      { line: 5, email: `new3@${domain}`, message: "The project's contacts cap (3) is reached: the contact was not created" },
+      { line: 6, email: `new4@${domain}`, message: "The project's contacts cap (3) is reached: the contact was not created" },
+    ]);
+    const stored = (await db().query('select email, data from contacts where project_id = $1 order by email', [p.projectId])).rows;
+    expect(stored).toEqual([
+      { email: `new1@${domain}`, data: { plan: 'pro' } },
+      { email: `new2@${domain}`, data: { plan: 'free' } },
+      { email: `old@${domain}`, data: { plan: 'team' } },
+    ]);
+  });
 });
 
 describe('Stripe: checkout, portal, invoices and the webhook', () => {
