@@ -319,8 +319,11 @@ function buildConfig(env: z.infer<typeof schema>) {
       partitions: env.CAMPAIGN_PARTITIONS,
       /** Recipients one send activity reads, renders and sends per round. */
       chunkSize: env.CAMPAIGN_CHUNK_SIZE,
-      /** Worker threads that render campaign messages (0: render on the main thread); default one per core but one (the main thread sends). */
-      renderThreads: env.CAMPAIGN_RENDER_THREADS ?? Math.max(1, os.availableParallelism() - 1),
+      /**
+       * Worker threads that render and sign campaign messages (0: on the main thread); default one per core: DKIM
+       * signing (an RSA signature per message) made a single thread the limit of a signed campaign.
+       */
+      renderThreads: env.CAMPAIGN_RENDER_THREADS ?? Math.max(1, os.availableParallelism()),
       /** Pauses before each retry pass over recipients whose send failed transiently; their count is the number of passes. */
       retryDelaysMs: env.CAMPAIGN_RETRY_DELAYS,
     },

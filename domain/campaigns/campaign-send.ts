@@ -289,7 +289,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       // only that many rendered messages are held in memory.
       const render = (i: number) => {
         const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? {} }));
-        const pending = deps.renderPool.render({ key: input.campaignId, spec, recipients });
+        const pending = deps.renderPool.render({ key: input.campaignId, spec, dkim, recipients });
         pending.catch(() => undefined);
         return pending;
       };
@@ -310,7 +310,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
           }
           if (throttle) await throttle.take();
           while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
-          const p = deliver(deps.transport, message, dkim).then((o) => recorder.add(o));
+          const p = deliver(deps.transport, message).then((o) => recorder.add(o));
           inFlight.add(p);
           void p.finally(() => inFlight.delete(p));
         }
@@ -371,7 +371,7 @@ function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): Rend
   };
 }
 
-/** The sender domain's DKIM key (nodemailer signs each message with it), if the domain has one. */
+/** The sender domain's DKIM key (the render threads sign each message with it), if the domain has one. */
 async function senderDkim(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<DkimOptions | undefined> {
   const [key] = await preparedQuery<SealedDkimKey>(
     deps.em,
@@ -389,11 +389,11 @@ function listId(name: string, projectId: string, domain: string): string {
   return `"${phrase}" <${projectId}.campaigns.${domain}>`;
 }
 
-/** One SMTP transaction over the pooled transport; its outcome, never a throw. */
-async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw: Buffer }>, dkim: DkimOptions | undefined): Promise<Outcome> {
+/** One SMTP transaction over the pooled transport (the message was signed where it was rendered); its outcome, never a throw. */
+async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw: Buffer }>): Promise<Outcome> {
   try {
     // The Message-ID given saves nodemailer making one of its own (random bytes) for a raw message that already has it.
-    const info = await sendMeasured(transport, { dkim, envelope: m.envelope, raw: m.raw, messageId: m.messageId });
+    const info = await sendMeasured(transport, { envelope: m.envelope, raw: m.raw, messageId: m.messageId });
     return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: String(info.response ?? '') };
   } catch (err) {
     const detail = (err as SmtpError).response ?? (err as Error).message;

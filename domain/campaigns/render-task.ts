@@ -1,11 +1,12 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
 import { buildMime } from '../mail/mime';
+import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
 
 /**
  * Renders a batch of a campaign's messages to raw MIME: the CPU-heavy part of a send (Liquid, tracking, the text
- * part, MIME encoding). It runs in the worker's render threads (render-pool.ts) or, without threads, inline; either
+ * part, MIME encoding, the DKIM signature). It runs in the worker's render threads (render-pool.ts) or, without threads, inline; either
  * way it is the same composer as every other message.
  */
 
@@ -16,6 +17,8 @@ export interface RenderTask {
   /** Identifies `spec` (the campaign and its content): the prepared message is reused across batches under it. */
   key: string;
   spec: RenderSpec;
+  /** The sender domain's key: each message is signed here, off the worker's main thread. */
+  dkim?: DkimSigningKey;
   recipients: { id: string; contactId: string; email: string; data: Record<string, unknown> }[];
 }
 
@@ -57,7 +60,8 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   const rendered = task.recipients.map((r): MessageHead | { id: string; invalid: string } => {
     try {
       const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data: r.data, emailId: r.id });
-      raws.push(buildMime(mimeMessageOf(email)));
+      const mime = buildMime(mimeMessageOf(email));
+      raws.push(task.dkim ? signMessage(mime, task.dkim) : mime);
       return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: email.envelope };
     } catch (err) {
       if (err instanceof AppError) return { id: r.id, invalid: err.message };

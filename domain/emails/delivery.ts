@@ -7,6 +7,7 @@ import { logger } from '../logger';
 import { dkimKeyContext, type SecretBox } from '../domains/secret-box';
 import { loadAttachments } from './attachments';
 import { buildMime } from '../mail/mime';
+import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { sendMeasured } from '../mail/transport';
 import { emailOutcomes, type EmailOutcomeStatus, type EmailSource } from '../metrics';
 import { preparedQuery } from '../prepared';
@@ -47,15 +48,11 @@ export interface SealedDkimKey {
   dkimPrivateKey: string | null;
 }
 
-/** nodemailer's DKIM options. */
-export interface DkimOptions {
-  domainName: string;
-  keySelector: string;
-  privateKey: string;
-}
+/** A sender domain's signing key, decrypted (domain/mail/dkim-sign.ts signs with it). */
+export type DkimOptions = DkimSigningKey;
 
 /**
- * nodemailer's DKIM options for a sender domain's key, or undefined when there is none (the dev seed, or a domain no
+ * The signing key of a sender domain, or undefined when there is none (the dev seed, or a domain no
  * longer VERIFIED). Throws when the stored key cannot be decrypted (APP_SECRET changed).
  */
 export function dkimFor(row: SealedDkimKey, box: SecretBox): DkimOptions | undefined {
@@ -137,7 +134,7 @@ export async function deliverBatch(
         return { emailId, status: 'RETRY', error: `Attempt ${input.attempt}: the DKIM key of ${row.dkimDomain} cannot be decrypted (was APP_SECRET changed?)` };
       }
       try {
-        const raw = buildMime({
+        const mime = buildMime({
           messageId,
           from: { name: row.fromName, address: row.fromEmail },
           to: { name: row.toName, address: row.toEmail },
@@ -148,7 +145,8 @@ export async function deliverBatch(
           headers: row.headers,
           attachments: row.attachmentIds.flatMap((id) => attachments.get(id) ?? []),
         });
-        const info = await sendMeasured(transport, { dkim, envelope: { from: row.fromEmail, to: [row.toEmail] }, raw });
+        const raw = dkim ? signMessage(mime, dkim) : mime;
+        const info = await sendMeasured(transport, { envelope: { from: row.fromEmail, to: [row.toEmail] }, raw });
         return { emailId, status: 'SENT', messageId, response: String(info.response ?? '') };
       } catch (err) {
         const e = err as SmtpError;

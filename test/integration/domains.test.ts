@@ -427,6 +427,33 @@ describe('DKIM signing', () => {
     expect(bad.results[0]!.status.result).not.toBe('pass');
   });
 
+  test("campaign messages are signed in the worker's render threads: each verifies against the DNS and covers the one-click unsubscribe pair", async () => {
+    const own = await createTestProject('Signed campaign');
+    const domain = await addDomain(name(), own);
+    await publishRecords(domain.records);
+    expect((await verify(domain.id, own)).body.status).toBe('VERIFIED');
+    const readers = [rcpt(), rcpt(), rcpt()];
+    for (const email of readers) expect((await api('POST', '/contacts', { key: own.secretKey, body: { email, data: { first: 'Ada  Lovelace ' } } })).status).toBe(201);
+    const call = (method: string, path: string, body?: unknown) => api(method, path, { key: own.secretKey, body });
+    const campaign = await call('POST', '/campaigns', {
+      name: 'Signed news',
+      subject: 'News for {{ first }}',
+      body: '<p>Hello {{ first }},\t the   news</p>   \n\n',
+      from: `news@${domain.name}`,
+      audienceType: 'ALL',
+    });
+    expect(campaign.status).toBe(201);
+    expect((await call('POST', `/campaigns/${campaign.body.id}/send`)).status).toBe(200);
+    for (const to of readers) {
+      const raw = await rawMessage(to);
+      const [result] = (await dkimVerify(raw, { resolver: mailauthResolver() })).results;
+      expect(result).toMatchObject({ signingDomain: domain.name, selector: domain.dkimSelector, status: { result: 'pass' } });
+      const h = /\bh=([^;]+);/.exec(raw.toString().replace(/\r\n[ \t]/g, ' '))![1]!.split(':');
+      expect(h).toEqual(expect.arrayContaining(['from', 'subject', 'list-unsubscribe', 'list-unsubscribe-post', 'list-id']));
+      expect((raw.toString().match(/^DKIM-Signature:/gm) ?? []).length).toBe(1);
+    }
+  });
+
   test('mail from a verified domain without a key (like the dev seed mailwright.test) is sent unsigned, and no workflow checks it', async () => {
     const domain = name();
     await addVerifiedDomain(project.projectId, domain);
