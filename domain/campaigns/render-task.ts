@@ -10,8 +10,8 @@ import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type Pr
  * way it is the same composer as every other message.
  */
 
-/** Everything about the message that does not depend on the recipient (what prepareMessage takes), DKIM aside. */
-export type RenderSpec = Omit<MessageInput, 'dkim'>;
+/** Everything about the message that does not depend on the recipient (what prepareMessage takes). */
+export type RenderSpec = MessageInput;
 
 export interface RenderTask {
   /** Identifies `spec` (the campaign and its content): the prepared message is reused across batches under it. */

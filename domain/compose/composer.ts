@@ -145,19 +145,10 @@ export function resolveMessage(
   };
 }
 
-/** nodemailer's DKIM options for the sender domain. */
-interface DkimKey {
-  domainName: string;
-  keySelector: string;
-  privateKey: string;
-}
-
 export interface MessageInput extends ResolvedMessage {
   /** Custom headers, already validated; marketing mail adds List-Unsubscribe and List-Unsubscribe-Post. */
   headers?: Record<string, string>;
   tracking: { opens: boolean; clicks: boolean };
-  /** A caller that sends itself (a campaign activity) passes the sender domain's key; /v1/send signs at delivery. */
-  dkim?: DkimKey;
   /** Public URL and link secret; `config()` by default (activities pass theirs). */
   links?: LinkConfig;
 }
@@ -171,9 +162,8 @@ export interface PreparedMessage {
   readonly replyTo: string | null;
   readonly headers: Readonly<Record<string, string>>;
   readonly tracking: { readonly opens: boolean; readonly clicks: boolean };
-  /** The domain of `from`: the Message-ID's domain and the DKIM signing domain. */
+  /** The domain of `from`: the Message-ID's domain (the DKIM key is the sender domain's, applied where the raw message is built). */
   readonly senderDomain: string;
-  readonly dkim?: DkimKey;
   readonly links: LinkConfig;
   /** @internal the static links' targets under `links` */
   readonly targets: SlotTargets | null;
@@ -191,7 +181,6 @@ export async function prepareMessage(input: MessageInput): Promise<PreparedMessa
     headers: input.headers ?? {},
     tracking: { opens: input.tracking.opens, clicks: input.tracking.clicks },
     senderDomain: emailDomain(input.from.email),
-    dkim: input.dkim,
     links,
     targets: content.plan ? slotTargets(content.plan, ownLinkPrefixes(links)) : null,
   };
@@ -228,7 +217,6 @@ export interface ComposedEmail {
   senderDomain: string;
   messageId: string;
   envelope: { from: string; to: string[] };
-  dkim?: DkimKey;
 }
 
 /** One recipient's email: substitution, the contact's signed links, tracking, the text part and the headers. */
@@ -271,7 +259,6 @@ export function composeEmail(message: PreparedMessage, recipient: ComposeRecipie
     senderDomain: message.senderDomain,
     messageId: messageIdFor(emailId, message.from.email),
     envelope: { from: message.from.email, to: [recipient.email] },
-    dkim: message.dkim,
   };
 }
 
