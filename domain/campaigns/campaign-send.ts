@@ -15,7 +15,8 @@ import { emailDomain } from '../contacts/email-address';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
 import { assertSenderDomain } from '../domains/domain.service';
 import type { SecretBox } from '../domains/secret-box';
-import { dkimFor, isPermanentSmtpFailure, type DkimOptions, type SealedDkimKey, type SmtpError } from '../emails/delivery';
+import { dkimFor, isPermanentSmtpFailure, type SealedDkimKey, type SmtpError } from '../emails/delivery';
+import type { DkimSigningKey } from '../mail/dkim-sign';
 import { resolveMessage, type ResolvedMessage, type TemplateParts } from '../compose/composer';
 import type { RenderPool } from './render-pool';
 import type { RenderedMessage, RenderSpec } from './render-task';
@@ -372,7 +373,7 @@ function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): Rend
 }
 
 /** The sender domain's DKIM key (the render threads sign each message with it), if the domain has one. */
-async function senderDkim(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<DkimOptions | undefined> {
+async function senderDkim(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<DkimSigningKey | undefined> {
   const [key] = await preparedQuery<SealedDkimKey>(
     deps.em,
     'campaign_dkim_key',

@@ -81,6 +81,8 @@ interface Upsert {
   data: ContactData;
   /** The existing contact with this email, if any. */
   contactId?: string;
+  /** The file line of the row (for its row error). */
+  line: number;
 }
 
 const FIND_BY_EMAIL_SQL = 'select id, email from contacts where project_id = $1 and email = any($2::text[])';
@@ -173,8 +175,7 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
   const from = chunk * IMPORT_BATCH_SIZE;
   const to = Math.min(from + IMPORT_BATCH_SIZE, heads.length);
   const errors: RowError[] = [];
-  const upserts: Upsert[] = [];
-  const upsertLines: number[] = [];
+  let upserts: Upsert[] = [];
   let skipped = 0;
   let i = from;
   const start = from === 0 ? 0 : plan.ends[from - 1]!;
@@ -187,10 +188,7 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
       const h = heads[i]!;
       if (h.error) errors.push({ line: h.line, ...(h.email ? { email: h.email } : {}), message: h.error });
       else if (lastRow.get(h.email!) !== i) skipped++; // a later row with this email wins
-      else {
-        upserts.push({ email: h.email!, subscribed: h.subscribed, data: rowData(plan.layout, fields), contactId: existing.get(h.email!) });
-        upsertLines.push(h.line);
-      }
+      else upserts.push({ email: h.email!, subscribed: h.subscribed, data: rowData(plan.layout, fields), contactId: existing.get(h.email!), line: h.line });
       i++;
     },
     to - from,
@@ -202,7 +200,7 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
       async (c) => {
         const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, $2, $3) on conflict do nothing', [job.id, chunk, to - from]);
         if (claimed.rowCount === 0) return 'taken' as const;
-        if (plan.contactsCap !== null) await keepWithinContactsCap(em, c, job.projectId, plan.contactsCap, upserts, upsertLines, errors);
+        if (plan.contactsCap !== null) upserts = await keepWithinContactsCap(em, c, job.projectId, plan.contactsCap, upserts, errors);
         const r = upserts.length > 0 ? await upsertBatch(c, job.projectId, job.options.subscribed ?? true, upserts) : { created: 0, updated: 0 };
         // Chunks commit in any order: the stored errors are the lowest lines seen so far, so in the end the file's first
         // ones; the position columns say how far the import has reached.
@@ -230,22 +228,20 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
 }
 
 /**
- * Turns the new contacts of a chunk that would take the project past its contacts cap into row errors (the rows before
- * them are created; updates of existing contacts always go through). Chunks of the project commit one at a time here
- * (a transaction-scoped advisory lock), so concurrent writers cannot pass the cap together.
+ * The upserts of a chunk that stay within the project's contacts cap: the new contacts that would pass it become row
+ * errors (the rows before them are created; updates of existing contacts always go through). Chunks of the project
+ * count one at a time here (a transaction-scoped advisory lock), so concurrent writers cannot pass the cap together.
  */
-async function keepWithinContactsCap(em: EntityManager, c: PoolClient, projectId: string, cap: number, upserts: Upsert[], lines: number[], errors: RowError[]): Promise<void> {
-  if (!upserts.some((u) => !u.contactId)) return;
+async function keepWithinContactsCap(em: EntityManager, c: PoolClient, projectId: string, cap: number, upserts: Upsert[], errors: RowError[]): Promise<Upsert[]> {
+  if (!upserts.some((u) => !u.contactId)) return upserts;
   await c.query(`select pg_advisory_xact_lock(hashtext('contacts-cap:' || $1))`, [projectId]);
   // Read after the lock: every chunk that held it before has committed, so its contacts are counted.
   let room = Math.max(cap - (await countContacts(em, projectId)), 0);
-  for (let i = 0; i < upserts.length; i++) {
-    if (upserts[i]!.contactId || room-- > 0) continue;
-    errors.push({ line: lines[i]!, email: upserts[i]!.email, message: `The project's contacts cap (${cap}) is reached: the contact was not created` });
-    upserts.splice(i, 1);
-    lines.splice(i, 1);
-    i--;
-  }
+  return upserts.filter((u) => {
+    if (u.contactId || room-- > 0) return true;
+    errors.push({ line: u.line, email: u.email, message: `The project's contacts cap (${cap}) is reached: the contact was not created` });
+    return false;
+  });
 }
 
 async function loadFile(em: EntityManager, jobId: string): Promise<Buffer> {

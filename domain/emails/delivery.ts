@@ -48,14 +48,11 @@ export interface SealedDkimKey {
   dkimPrivateKey: string | null;
 }
 
-/** A sender domain's signing key, decrypted (domain/mail/dkim-sign.ts signs with it). */
-export type DkimOptions = DkimSigningKey;
-
 /**
  * The signing key of a sender domain, or undefined when there is none (the dev seed, or a domain no
  * longer VERIFIED). Throws when the stored key cannot be decrypted (APP_SECRET changed).
  */
-export function dkimFor(row: SealedDkimKey, box: SecretBox): DkimOptions | undefined {
+export function dkimFor(row: SealedDkimKey, box: SecretBox): DkimSigningKey | undefined {
   if (!row.dkimDomainId || !row.dkimDomain || !row.dkimSelector || !row.dkimPrivateKey) return undefined;
   const cacheKey = `${row.dkimDomainId}.${row.dkimPrivateKey.split('.')[2] ?? ''}`;
   let privateKey = dkimKeys.get(cacheKey);

@@ -23,6 +23,7 @@ import { cancelExecutionsPage } from '../../domain/automations/execution.service
 export function createAutomationActivities(deps: ActivityDeps) {
   const secretBox = new SecretBox(deps.config.appSecret); // unseals the sender domain's DKIM key
   const links = { publicUrl: deps.config.publicUrl, appSecret: deps.config.appSecret, unsubscribeMailto: deps.config.unsubscribeMailto };
+  const sendDeps = { transport: deps.transport, secretBox, links, billing: deps.config.billing };
   const webhook = {
     allowPrivateNetworks: deps.config.automations.webhookAllowPrivateNetworks,
     allowedNetworks: deps.config.automations.webhookAllowedNetworks,
@@ -35,12 +36,12 @@ export function createAutomationActivities(deps: ActivityDeps) {
     },
     /** SEND_EMAIL: composes, stores and sends the step's email once. */
     async automationSendEmail(input: SendStepInput): Promise<StepOutcome> {
-      return sendEmailStep(deps.orm.em.fork(), { transport: deps.transport, secretBox, links, billing: deps.config.billing }, input);
+      return sendEmailStep(deps.orm.em.fork(), sendDeps, input);
     },
     /** SEND_EMAIL with the run's records before and after it (runs started since they were folded in). */
     async automationSendWithRecords(input: SendWithRecordsInput): Promise<SendWithRecordsResult> {
       const em = deps.orm.em.fork();
-      return sendEmailWithRecords({ progress: (i) => recordProgress(em, i), send: (i) => sendEmailStep(em, { transport: deps.transport, secretBox, links, billing: deps.config.billing }, i) }, input);
+      return sendEmailWithRecords({ progress: (i) => recordProgress(em, i), send: (i) => sendEmailStep(em, sendDeps, i) }, input);
     },
     /** CONDITION: whether the contact matches the filter now. */
     async automationCondition(input: RunRef & { filter: Record<string, unknown> }): Promise<StepOutcome & { matched: boolean }> {
