@@ -243,7 +243,8 @@ describe('state and PKCE', () => {
     const gh = await start('github');
     const back = await consent(gh.authorizeUrl);
     const [name, value] = gh.stateCookie.split('=') as [string, string];
-    const flipped = `${name}=${value.slice(0, -2)}${value.endsWith('A') ? 'B' : 'A'}${value.slice(-1)}`;
+    // The second-to-last character (all its bits are significant) replaced by another one.
+    const flipped = `${name}=${value.slice(0, -2)}${value.at(-2) === 'A' ? 'B' : 'A'}${value.slice(-1)}`;
     await expectRefused(await callback(back, flipped), 'INVALID_OAUTH_STATE');
     // The GitHub flow's cookie at Google's callback, with the right state.
     const google = new URL(`${url}/auth/oauth/google/callback`);
