@@ -5,14 +5,15 @@ import { markJobRunning, withTransaction, type JobRow } from '../jobs/job.servic
 /**
  * Subscribe or unsubscribe the job's contacts in one statement: only contacts of the job's project are touched (other
  * ids are skipped), only real changes are written, and each change records contact.subscribed / contact.unsubscribed
- * (source SYSTEM, data { via: 'bulk' }) in the same statement.
+ * (source SYSTEM, data { via: 'bulk' }) in the same statement. The rows are locked in email order, as the /v1/track and
+ * /v1/send batches lock theirs (contact-intake.ts), so the two never wait on each other in a cycle.
  */
 const BULK_SUBSCRIPTION_SQL = `
 with ids as (select distinct unnest($2::uuid[]) as id),
 target as (
   select c.id, c.subscribed from contacts c
   where c.project_id = $1 and c.id = any($2::uuid[])
-  order by c.id for update of c
+  order by c.email for no key update of c
 ),
 upd as (
   update contacts c set subscribed = $3::boolean, updated_at = now()

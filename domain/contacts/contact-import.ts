@@ -40,7 +40,7 @@ locked as (
   cross join lateral (
     select c.id, c.email, c.subscribed, c.data from contacts c
     where c.id = i.contact_id and c.project_id = $1 and c.email = i.email
-    limit 1 for update
+    limit 1 for no key update
   ) c
 ),
 inserted as (

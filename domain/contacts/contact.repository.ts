@@ -29,7 +29,7 @@ export interface UpsertResult {
 }
 
 /**
- * One statement does the whole upsert: lock the existing row (FOR UPDATE sees the latest committed version), insert
+ * One statement does the whole upsert: lock the existing row (FOR NO KEY UPDATE, as in contact-intake.ts, sees the latest committed version), insert
  * when there is none, otherwise apply the data changes (`||` sets top-level keys, `-` removes the null ones) and the
  * subscription, writing only when something changed. When an existing contact's subscription changes, the same
  * statement records contact.subscribed / contact.unsubscribed, and when `track_name` is given it records that
@@ -46,7 +46,7 @@ with input as (
 locked as (
   select c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
   from contacts c join input i on c.project_id = i.project_id and c.email = i.email
-  for update of c
+  for no key update of c
 ),
 inserted as (
   insert into contacts (id, project_id, email, subscribed, data)

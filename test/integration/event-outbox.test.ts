@@ -9,17 +9,19 @@ import { stackEnv } from '../stack-env';
 afterAll(closeDb);
 
 /** `n` /v1/track calls for `contacts` contacts (several events each), all at once; the event ids answered with 200. */
-async function trackMany(project: TestProject, tag: string, n: number, contacts: number): Promise<{ ok: string[]; failed: number }> {
+async function trackMany(project: TestProject, tag: string, n: number, contacts: number): Promise<{ ok: string[]; failed: string[] }> {
   const results = await Promise.allSettled(
     Array.from({ length: n }, (_, i) =>
       api('POST', '/v1/track', { key: project.publicKey, body: { email: `${tag}-${i % contacts}@example.com`, event: `step_${Math.floor(i / contacts)}`, data: { i } } }),
     ),
   );
   const ok: string[] = [];
-  let failed = 0;
+  // Each failure as what the client saw (status and body, or the fetch error), so that a failing run says why.
+  const failed: string[] = [];
   for (const r of results) {
     if (r.status === 'fulfilled' && r.value.status === 200) ok.push(r.value.body.data.event as string);
-    else failed++;
+    else if (r.status === 'fulfilled') failed.push(`${r.value.status} ${r.value.text.slice(0, 300)}`);
+    else failed.push(String((r.reason as Error)?.cause ?? r.reason));
   }
   return { ok, failed };
 }
@@ -60,19 +62,19 @@ describe('event outbox: every recorded event reaches the registered consumers, a
   test('kill -9 of the worker right after /v1/track calls commit, and calls while it is down: each event reaches the probe exactly once', async () => {
     const project = await createTestProject('Outbox worker crash');
     const before = await trackMany(project, 'wk', 300, 60);
-    expect(before.failed).toBe(0);
+    expect(before.failed).toEqual([]);
     const restart = await fetch(`${stackEnv().workerControlUrl}/restart`, { method: 'POST' });
     expect(restart.status).toBe(204);
     // The new worker process was only just spawned: these are recorded while no dispatcher runs.
     const during = await trackMany(project, 'wk', 100, 60);
-    expect(during.failed).toBe(0);
+    expect(during.failed).toEqual([]);
     await expectEveryEventOnce(project.projectId, [...before.ok, ...during.ok]);
   }, 180_000);
 
   test('kill -9 of the API right after /v1/track calls commit (and with calls in flight): each committed event reaches the probe exactly once', async () => {
     const project = await createTestProject('Outbox API crash');
     const before = await trackMany(project, 'ap', 200, 50);
-    expect(before.failed).toBe(0);
+    expect(before.failed).toEqual([]);
     // A second wave is still in flight when the API dies: whatever of it committed must arrive too.
     const inFlight = trackMany(project, 'ap', 200, 50);
     await new Promise((r) => setTimeout(r, 20));
@@ -80,7 +82,7 @@ describe('event outbox: every recorded event reaches the registered consumers, a
     expect(restart.status).toBe(204);
     const wave = await inFlight;
     const after = await trackMany(project, 'ap', 50, 50);
-    expect(after.failed).toBe(0);
+    expect(after.failed).toEqual([]);
     await expectEveryEventOnce(project.projectId, [...before.ok, ...wave.ok, ...after.ok]);
   }, 180_000);
 });

@@ -173,6 +173,39 @@ describe('concurrent tracking (calls arriving together are written in batches)',
     expect(rows[0].n).toBe(30);
   });
 
+  test('a call does not wait on a transaction that only refers to its contact (as the analytics consumer does)', async () => {
+    // The analytics consumer inserts contact_last_event rows, whose foreign key locks the contact FOR KEY SHARE until its
+    // batch commits. The upsert locked contacts FOR UPDATE once, which waits on that lock (and deadlocked under load).
+    const e = email('ref');
+    const first = await track({ email: e, event: 'one' });
+    expect(first.status).toBe(200);
+    const client = await db().connect();
+    try {
+      const pid = (await client.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+      await client.query('begin');
+      await client.query(
+        'insert into contact_last_event (contact_id, project_id, at) values ($1, $2, now()) on conflict (contact_id) do update set at = excluded.at',
+        [first.body.data.contact, project.projectId],
+      );
+      let answered: Awaited<ReturnType<typeof track>> | undefined;
+      const call = track({ email: e, event: 'two', data: { plan: 'pro' } }).then((r) => (answered = r));
+      // Until the call answers: is any backend waiting on a lock this open transaction holds?
+      let blocked = false;
+      while (!answered && !blocked) {
+        const { rows } = await db().query(`select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))`, [pid]);
+        blocked = rows[0].n > 0;
+        if (!blocked) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(blocked).toBe(false);
+      await call;
+      expect(answered!.status).toBe(200);
+      expect((await contact(e)).data).toEqual({ plan: 'pro' });
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+
   test('concurrent subscription flips on one contact record one event per real change', async () => {
     const own = await createTestProject('Flips');
     const e = email('flip');
