@@ -117,6 +117,7 @@ const schema = z
     DNS_SERVERS: dnsServers.optional(),
     DNS_TIMEOUT: duration(100).default(5_000),
     SPF_INCLUDE: spfInclude.default('spf.mailwright.local'),
+    DKIM_KEY_BITS: z.enum(['1024', '2048'], { error: 'Must be 1024 or 2048' }).default('2048'),
     DOMAIN_CHECK_INTERVAL: duration(1_000).default(5 * 60_000),
     DOMAIN_RECHECK_INTERVAL: duration(1_000).default(6 * 3_600_000),
     DOMAIN_DEMOTE_AFTER: duration(0).default(72 * 3_600_000),
@@ -293,6 +294,8 @@ function buildConfig(env: z.infer<typeof schema>) {
       dnsServers: env.DNS_SERVERS ?? [],
       dnsTimeoutMs: env.DNS_TIMEOUT,
       spfInclude: env.SPF_INCLUDE.toLowerCase(),
+      /** RSA modulus of the DKIM key a new domain gets (as Amazon SES offers: 1024 or 2048). */
+      dkimKeyBits: Number(env.DKIM_KEY_BITS) as 1024 | 2048,
       /** Between checks of a PENDING domain. */
       checkIntervalMs: env.DOMAIN_CHECK_INTERVAL,
       /** Between re-checks of a VERIFIED domain. */

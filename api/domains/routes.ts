@@ -33,7 +33,7 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     path: '/domains',
     summary: 'Add a sender domain; returns the DNS records to create',
     description:
-      'Generates a DKIM key (2048-bit RSA) and an ownership token and starts the verification loop, which checks the DNS ' +
+      'Generates a DKIM key (RSA, 2048 bits unless the server sets DKIM_KEY_BITS=1024) and an ownership token and starts the verification loop, which checks the DNS ' +
       'every 5 minutes (DOMAIN_CHECK_INTERVAL) until the required records (OWNERSHIP and DKIM) are found, then re-checks ' +
       'the verified domain every 6 hours (DOMAIN_RECHECK_INTERVAL). SPF and DMARC are recommended and reported, not ' +
       'required. 409 DOMAIN_EXISTS when the project has the domain already, 409 DOMAIN_TAKEN when another project has ' +
@@ -45,7 +45,7 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     handler: async ({ ctx, body, principal }) => {
       const domain = await addDomain(
         ctx.state.em,
-        { runner, secretBox, spfInclude: deps.config.domains.spfInclude },
+        { runner, secretBox, spfInclude: deps.config.domains.spfInclude, dkimKeyBits: deps.config.domains.dkimKeyBits },
         { projectId: principal.projectId, name: body.domain },
       );
       return { status: 201, body: presentDomain(domain) };

@@ -104,7 +104,7 @@ export const domainCheckSettings = (cfg: Config): DomainCheckSettings => ({
  */
 export async function addDomain(
   em: EntityManager,
-  deps: { runner: VerificationRunner; secretBox: SecretBox; spfInclude: string },
+  deps: { runner: VerificationRunner; secretBox: SecretBox; spfInclude: string; dkimKeyBits: 1024 | 2048 },
   input: { projectId: string; name: string },
 ): Promise<Domain> {
   const { projectId, name } = input;
@@ -118,7 +118,7 @@ export async function addDomain(
       'A domain can be verified by one project only. Remove it from the other project first, or use a subdomain (e.g. mail.' + name + ').',
     );
   }
-  const keys = await generateDkimKeyPair();
+  const keys = await generateDkimKeyPair(deps.dkimKeyBits);
   const id = uuidv7();
   const verificationToken = newVerificationToken();
   const domain = em.create(Domain, {

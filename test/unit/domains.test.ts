@@ -87,6 +87,16 @@ describe('DKIM keys and records', () => {
     expect(dkim!.value).toBe(`v=DKIM1; k=rsa; p=${keys.publicKeyBase64}`);
   });
 
+  test('DKIM_KEY_BITS=1024: a 1024-bit key, whose record fits one 255-character TXT string', async () => {
+    const keys = await generateDkimKeyPair(1024);
+    const pub = createPublicKey({ key: Buffer.from(keys.publicKeyBase64, 'base64'), format: 'der', type: 'spki' });
+    expect(pub.asymmetricKeyDetails?.modulusLength).toBe(1024);
+    const signature = createSign('sha256').update('hello').sign(keys.privateKeyPem);
+    expect(createVerify('sha256').update('hello').verify(pub, signature)).toBe(true);
+    const [, dkim] = buildDnsRecords({ domain: 'example.com', dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken: 't', spfInclude: 's' });
+    expect(dkim!.value.length).toBeLessThanOrEqual(255);
+  });
+
   test('the record builder: ownership and DKIM required, SPF and DMARC recommended', () => {
     const records = buildDnsRecords({
       domain: 'mail.example.com',
@@ -231,12 +241,13 @@ describe('configuration of sender domains', () => {
     expect(parseDuration('5 minutes')).toBeUndefined();
   });
 
-  test('defaults: system resolver, 5 min checks, 6 h re-checks, 72 h grace, a fixed development APP_SECRET', () => {
+  test('defaults: system resolver, 2048-bit DKIM keys, 5 min checks, 6 h re-checks, 72 h grace, a fixed development APP_SECRET', () => {
     const cfg = loadConfig(base);
     expect(cfg.domains).toEqual({
       dnsServers: [],
       dnsTimeoutMs: 5_000,
       spfInclude: 'spf.mailwright.local',
+      dkimKeyBits: 2048,
       checkIntervalMs: 300_000,
       recheckIntervalMs: 21_600_000,
       demoteAfterMs: 259_200_000,
@@ -249,6 +260,12 @@ describe('configuration of sender domains', () => {
     expect(() => loadConfig({ ...base, DNS_SERVERS: 'dns.example.com:53' })).toThrow(/DNS_SERVERS/);
     expect(() => loadConfig({ ...base, DNS_SERVERS: '127.0.0.1:99999' })).toThrow(/DNS_SERVERS/);
     expect(() => loadConfig({ ...base, DOMAIN_CHECK_INTERVAL: '5' })).toThrow(/DOMAIN_CHECK_INTERVAL/);
+  });
+
+  test('DKIM_KEY_BITS is 1024 or 2048', () => {
+    expect(loadConfig({ ...base, DKIM_KEY_BITS: '1024' }).domains.dkimKeyBits).toBe(1024);
+    expect(() => loadConfig({ ...base, DKIM_KEY_BITS: '4096' })).toThrow(/DKIM_KEY_BITS/);
+    expect(() => loadConfig({ ...base, DKIM_KEY_BITS: '512' })).toThrow(/DKIM_KEY_BITS/);
   });
 
   test('production requires APP_SECRET', () => {
