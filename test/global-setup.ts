@@ -59,9 +59,6 @@ export default async function globalSetup(): Promise<void> {
     ACCOUNT_EMAILS_PER_IP: '1000000',
     // The worker sends account emails from this sender (account-lifecycle.test.ts checks it).
     SYSTEM_EMAIL_FROM: 'Mailwright Accounts <accounts@mailwright.test>',
-    // New domains get 1024-bit DKIM keys: a 2048-bit one costs about 250 ms of CPU here, and schemathesis alone creates
-    // some 140 domains (35 s of its run). The 2048-bit default is generated and verified in test/unit.
-    DKIM_KEY_BITS: '1024',
     SNS_CERT_URL_PATTERN: '^http://127\\.0\\.0\\.1:\\d+/', // webhooks-sns.test.ts plays SNS: certificates and SubscribeURL on loopback
     // The worker registers the probe consumer, which records every event it receives (event-outbox.test.ts).
     EVENTS_PROBE: 'true',

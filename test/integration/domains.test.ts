@@ -123,8 +123,7 @@ describe('POST /domains', () => {
     const dkim = /^v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)$/.exec(record(body, 'DKIM').value);
     expect(dkim).not.toBeNull();
     const key = createPublicKey({ key: Buffer.from(dkim![1]!, 'base64'), format: 'der', type: 'spki' });
-    // The test stack sets DKIM_KEY_BITS=1024 (test/global-setup.ts); the 2048-bit default is test/unit/domains.test.ts'.
-    expect(key.asymmetricKeyDetails?.modulusLength).toBe(1024);
+    expect(key.asymmetricKeyDetails?.modulusLength).toBe(2048); // DKIM_KEY_BITS' default (1024: test/unit/domains.test.ts)
 
     // The private key is stored sealed (AES-256-GCM) and never shown.
     expect(res.text).not.toMatch(/PRIVATE KEY|privateKey/);
