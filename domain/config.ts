@@ -3,6 +3,7 @@ import path from 'node:path';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
+import type { DkimKeyBits } from './domains/dkim';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -295,7 +296,7 @@ function buildConfig(env: z.infer<typeof schema>) {
       dnsTimeoutMs: env.DNS_TIMEOUT,
       spfInclude: env.SPF_INCLUDE.toLowerCase(),
       /** RSA modulus of the DKIM key a new domain gets (as Amazon SES offers: 1024 or 2048). */
-      dkimKeyBits: Number(env.DKIM_KEY_BITS) as 1024 | 2048,
+      dkimKeyBits: Number(env.DKIM_KEY_BITS) as DkimKeyBits,
       /** Between checks of a PENDING domain. */
       checkIntervalMs: env.DOMAIN_CHECK_INTERVAL,
       /** Between re-checks of a VERIFIED domain. */

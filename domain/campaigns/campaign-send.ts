@@ -17,9 +17,9 @@ import { assertSenderDomain } from '../domains/domain.service';
 import type { SecretBox } from '../domains/secret-box';
 import { dkimFor, isPermanentSmtpFailure, type SealedDkimKey, type SmtpError } from '../emails/delivery';
 import type { DkimSigningKey } from '../mail/dkim-sign';
-import { resolveMessage, type ResolvedMessage, type TemplateParts } from '../compose/composer';
+import { resolveMessage, type MessageInput, type ResolvedMessage, type TemplateParts } from '../compose/composer';
 import type { RenderPool } from './render-pool';
-import type { RenderedMessage, RenderSpec } from './render-task';
+import type { RenderedMessage } from './render-task';
 import { audienceWhere, countAudience } from './audience';
 import type { BillingGuard } from '../billing/billing.service';
 import { isSuspended } from '../reputation/suspension';
@@ -359,7 +359,7 @@ async function campaignHead(em: EntityManager, campaignId: string): Promise<Camp
  * The recipient-independent part of every message of the campaign, and the headers of marketing mail: one-click
  * List-Unsubscribe (the composer adds it to MARKETING mail), `Precedence: bulk`, and a `List-Id` naming the campaign.
  */
-function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): RenderSpec {
+function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): MessageInput {
   return {
     content: { subject: content.subject, body: content.body },
     kind: 'MARKETING',

@@ -6,17 +6,15 @@ import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type Pr
 
 /**
  * Renders a batch of a campaign's messages to raw MIME: the CPU-heavy part of a send (Liquid, tracking, the text
- * part, MIME encoding, the DKIM signature). It runs in the worker's render threads (render-pool.ts) or, without threads, inline; either
- * way it is the same composer as every other message.
+ * part, MIME encoding, the DKIM signature). It runs in the worker's render threads (render-pool.ts) or, without
+ * threads, inline; either way it is the same composer as every other message.
  */
-
-/** Everything about the message that does not depend on the recipient (what prepareMessage takes). */
-export type RenderSpec = MessageInput;
 
 export interface RenderTask {
   /** Identifies `spec` (the campaign and its content): the prepared message is reused across batches under it. */
   key: string;
-  spec: RenderSpec;
+  /** Everything about the message that does not depend on the recipient (what prepareMessage takes). */
+  spec: MessageInput;
   /** The sender domain's key: each message is signed here, off the worker's main thread. */
   dkim?: DkimSigningKey;
   recipients: { id: string; contactId: string; email: string; data: Record<string, unknown> }[];

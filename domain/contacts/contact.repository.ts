@@ -29,11 +29,11 @@ export interface UpsertResult {
 }
 
 /**
- * One statement does the whole upsert: lock the existing row (FOR NO KEY UPDATE, as in contact-intake.ts, sees the latest committed version), insert
- * when there is none, otherwise apply the data changes (`||` sets top-level keys, `-` removes the null ones) and the
- * subscription, writing only when something changed. When an existing contact's subscription changes, the same
- * statement records contact.subscribed / contact.unsubscribed, and when `track_name` is given it records that
- * tracked event too: the change and its events commit together, exactly once.
+ * One statement does the whole upsert: lock the existing row (FOR NO KEY UPDATE, as in contact-intake.ts; it sees the
+ * latest committed version), insert when there is none, otherwise apply the data changes (`||` sets top-level keys,
+ * `-` removes the null ones) and the subscription, writing only when something changed. When an existing contact's
+ * subscription changes, the same statement records contact.subscribed / contact.unsubscribed, and when `track_name`
+ * is given it records that tracked event too: the change and its events commit together, exactly once.
  */
 const UPSERT_SQL = `
 with input as (

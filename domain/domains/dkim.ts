@@ -16,11 +16,14 @@ function newDkimSelector(): string {
   return `mw-${randomBytes(4).toString('hex')}`;
 }
 
+/** The RSA key sizes a new domain's DKIM key may have (DKIM_KEY_BITS). */
+export type DkimKeyBits = 1024 | 2048;
+
 /**
  * An RSA key pair (generated off the event loop), 2048 bits unless asked otherwise. 1024 bits is what some DNS hosts
  * need: their TXT records take one 255-character string, and a 2048-bit key's record is about 400.
  */
-export async function generateDkimKeyPair(bits: 1024 | 2048 = 2048): Promise<DkimKeyPair> {
+export async function generateDkimKeyPair(bits: DkimKeyBits = 2048): Promise<DkimKeyPair> {
   const { publicKey, privateKey } = await generateKeyPair('rsa', {
     modulusLength: bits,
     publicKeyEncoding: { type: 'spki', format: 'der' },

@@ -6,7 +6,7 @@ import { logger } from '../logger';
 import { uuidv7 } from '../ids';
 import { persistThenStart } from '../workflow-start';
 import { Domain, type DomainStatus } from './domain.entity';
-import { generateDkimKeyPair } from './dkim';
+import { generateDkimKeyPair, type DkimKeyBits } from './dkim';
 import { dkimKeyContext, type SecretBox } from './secret-box';
 import { createTxtResolver, type DnsSettings } from './dns-lookup';
 import {
@@ -104,7 +104,7 @@ export const domainCheckSettings = (cfg: Config): DomainCheckSettings => ({
  */
 export async function addDomain(
   em: EntityManager,
-  deps: { runner: VerificationRunner; secretBox: SecretBox; spfInclude: string; dkimKeyBits: 1024 | 2048 },
+  deps: { runner: VerificationRunner; secretBox: SecretBox; spfInclude: string; dkimKeyBits: DkimKeyBits },
   input: { projectId: string; name: string },
 ): Promise<Domain> {
   const { projectId, name } = input;
