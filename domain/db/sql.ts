@@ -1,0 +1,160 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import pg, { type Client, type Pool, type PoolClient, type QueryResultRow } from 'pg';
+
+/**
+ * The one way to run raw SQL (README › Architecture › Data access). Every statement that is not an entity loaded and
+ * saved whole goes through `Sql`: placeholders are always `$1..$n`, a statement given a name is prepared once per
+ * connection, and rows come back in one representation: `timestamp`/`timestamptz` as `Date` (arrays of them as
+ * `Date[]`), `date` and `interval` as Postgres' text, `bigint` and `numeric` as text (cast to `::int` or convert where
+ * a number is wanted). MikroORM's own raw queries return timestamps as text; nothing here goes through them.
+ *
+ * Where statements run:
+ * - `sql(em)`: on the EntityManager's open transaction when it is inside `em.transactional`, otherwise on a pooled
+ *   connection per statement (the ORM's pool);
+ * - `sql(pool)`: on a pg pool of a process' own (the event dispatcher's);
+ * - `sql(em).transaction(fn)`: `fn` gets an `Sql` bound to one connection inside BEGIN ... COMMIT (ROLLBACK when it
+ *   throws); inside an `Sql` already in a transaction, `fn` joins it.
+ *
+ * A test (test/unit/data-access.test.ts) fails when code outside this folder calls `.execute(` on the ORM or `.query(`
+ * on a pg connection or pool.
+ */
+
+const TIMESTAMP_OIDS = [1114, 1184] as const;
+const TEXT_OIDS = [1082 /* date */, 1186 /* interval */] as const;
+
+const types = new pg.TypeOverrides();
+for (const oid of TIMESTAMP_OIDS) types.setTypeParser(oid, (text: string) => new Date(pgTimestampToIso(text)));
+for (const oid of TEXT_OIDS) types.setTypeParser(oid, (text: string) => text);
+
+/**
+ * Postgres' text form of a timestamp (`2026-11-27 02:46:13.123456+00`, `+05:30`, or without a zone for `timestamp`,
+ * which the ORM's UTC setting makes UTC) as an ISO string `Date` parses the same on every platform. Infinity stays
+ * unparseable (an invalid Date): no column here stores it.
+ */
+function pgTimestampToIso(text: string): string {
+  const m = /^(\d{4,}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)(?:([+-]\d\d)(?::?(\d\d))?(?::\d\d)?)?( BC)?$/.exec(text);
+  if (!m) return text;
+  const [, date, time, zh, zm] = m;
+  const zone = zh === undefined ? 'Z' : `${zh}:${zm ?? '00'}`;
+  return `${date}T${time}${zone}`;
+}
+
+/** What `pg` runs a query config on: a pool, one of its connections, or a client of its own. */
+type PgRunner = Pool | PoolClient | Client;
+type Connection = PoolClient | Client;
+
+type Target = { kind: 'orm'; em: EntityManager } | { kind: 'pg'; runner: PgRunner; inTransaction: boolean };
+
+export interface TransactionOptions {
+  /** Commit without waiting for the WAL flush: for work that is simply redone if a crash loses it. */
+  synchronousCommit?: boolean;
+}
+
+export class Sql {
+  private constructor(private readonly target: Target) {}
+
+  /** @internal see `sql()`. */
+  static of(source: EntityManager | PgRunner, inTransaction = false): Sql {
+    if (isPgRunner(source)) return new Sql({ kind: 'pg', runner: source, inTransaction });
+    return new Sql({ kind: 'orm', em: source });
+  }
+
+  /** Runs one statement and returns its rows. `name` prepares it once per connection (hot statements). */
+  async query<T extends QueryResultRow>(text: string, values: readonly unknown[] = [], name?: string): Promise<T[]> {
+    return (await this.result<T>(text, values, name)).rows;
+  }
+
+  /** Runs one statement and returns how many rows it inserted, updated or deleted. */
+  async run(text: string, values: readonly unknown[] = [], name?: string): Promise<number> {
+    return (await this.result(text, values, name)).rowCount ?? 0;
+  }
+
+  /** The first row, or undefined. */
+  async one<T extends QueryResultRow>(text: string, values: readonly unknown[] = [], name?: string): Promise<T | undefined> {
+    return (await this.result<T>(text, values, name)).rows[0];
+  }
+
+  /** Whether statements run inside a transaction (this one's or the EntityManager's). */
+  get inTransaction(): boolean {
+    return this.target.kind === 'pg' ? this.target.inTransaction : this.target.em.isInTransaction();
+  }
+
+  /** Runs `fn` in one transaction on one connection; joins the transaction this `Sql` is already in. */
+  async transaction<T>(fn: (tx: Sql) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+    if (this.inTransaction) {
+      if (this.target.kind === 'pg') return fn(this);
+      return this.withConnection((conn) => fn(new Sql({ kind: 'pg', runner: conn, inTransaction: true })));
+    }
+    return this.withConnection(async (conn) => {
+      await conn.query(opts.synchronousCommit === false ? 'begin; set local synchronous_commit = off' : 'begin');
+      try {
+        const result = await fn(new Sql({ kind: 'pg', runner: conn, inTransaction: true }));
+        await conn.query('commit');
+        return result;
+      } catch (err) {
+        await conn.query('rollback').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  /** Runs `fn` with one connection held (session settings, advisory locks); released afterwards. */
+  async withConnection<T>(fn: (conn: Connection) => Promise<T>): Promise<T> {
+    const t = this.target;
+    if (t.kind === 'pg') {
+      if (!isPool(t.runner)) return fn(t.runner);
+      const conn = await t.runner.connect();
+      try {
+        return await fn(conn);
+      } finally {
+        conn.release();
+      }
+    }
+    // Inside em.transactional the knex transaction's client hands out the transaction's own connection.
+    const knex = (t.em.getTransactionContext() ?? t.em.getConnection().getKnex()) as { client: KnexClient };
+    const conn = (await knex.client.acquireConnection()) as PoolClient;
+    try {
+      return await fn(conn);
+    } finally {
+      await knex.client.releaseConnection(conn);
+    }
+  }
+
+  private async result<T extends QueryResultRow>(text: string, values: readonly unknown[], name: string | undefined): Promise<pg.QueryResult<T>> {
+    const config: pg.QueryConfig = { text, values: values as unknown[], types, ...(name ? { name } : {}) };
+    const t = this.target;
+    if (t.kind === 'pg') return (t.runner as Pool).query<T>(config);
+    return this.withConnection((conn) => conn.query<T>(config));
+  }
+}
+
+interface KnexClient {
+  acquireConnection(): Promise<unknown>;
+  releaseConnection(conn: unknown): Promise<unknown>;
+}
+
+function isPgRunner(source: EntityManager | PgRunner): source is PgRunner {
+  return typeof (source as { getConnection?: unknown }).getConnection !== 'function';
+}
+
+/** A pool (hands out connections) rather than one connection. */
+function isPool(runner: PgRunner): runner is Pool {
+  return typeof (runner as Pool).totalCount === 'number';
+}
+
+/** The query helper for an EntityManager, a pg pool of one's own or a held connection (see `Sql`). */
+export function sql(source: EntityManager | Pool): Sql {
+  return Sql.of(source);
+}
+
+/** Runs `fn` in one transaction (`sql(em).transaction(fn, opts)`). */
+export function transaction<T>(source: EntityManager | Pool, fn: (tx: Sql) => Promise<T>, opts?: TransactionOptions): Promise<T> {
+  return Sql.of(source).transaction(fn, opts);
+}
+
+/** An `Sql` on a connection that is already held by the caller (a LISTEN client, a lock holder). */
+export function onConnection(conn: Connection, inTransaction = false): Sql {
+  return Sql.of(conn, inTransaction);
+}
+
+export type { Client, Pool, PoolClient };
