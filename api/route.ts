@@ -8,7 +8,7 @@ import type { AppContext, AppState, ApiDeps } from './context';
 import type { ApiPrincipal } from '../domain/projects/project.service';
 import { authorize, minimumRole, PERMISSIONS, type ProjectAction, type ProjectMember } from '../domain/projects/policy';
 import { requireApiKey, requireSession } from './middleware/auth';
-import { AppError, validationError } from '../domain/errors';
+import { AppError, validationError, type FieldError } from '../domain/errors';
 import { inputProblems, zodFieldErrors } from './validation';
 import { errorResponses } from './common.schema';
 import { VariantHeaders, earlierSchema, hasVariants, requestedVariant, toEarlier } from './variant';
@@ -319,13 +319,22 @@ function refuseDeclaredLength(maxBytes: number): Koa.Middleware<AppState> {
   };
 }
 
-/** JSON parse failures as the envelope's 400 INVALID_JSON, saying why (co-body refuses `__proto__` keys outright). */
-function jsonBodyError(err: Error & { status?: number }): never {
+/**
+ * JSON parse failures as the envelope's 400 INVALID_JSON. A `__proto__` key is valid JSON, refused by co-body's
+ * parser (it would set the prototype of the object it parses into); such a body is read again with JSON.parse, which
+ * makes the key an ordinary own property, only so the answer can be the one a query or form gets: 422
+ * VALIDATION_ERROR with field code `forbidden_key` at the key's path. Nothing of it reaches a schema or a handler.
+ */
+function jsonBodyError(err: Error & { status?: number; body?: unknown }): never {
   if (err.status === 413) throw err;
-  if (/prototype property/.test(err.message)) {
-    throw new AppError(400, 'INVALID_JSON', 'The body contains the key "__proto__", which is not allowed anywhere in a request', {
-      suggestion: 'Rename the key.',
-    });
+  if (/prototype property/.test(err.message) && typeof err.body === 'string') {
+    let problems: FieldError[] = [];
+    try {
+      problems = inputProblems(JSON.parse(err.body));
+    } catch {
+      // not JSON after all: co-body's own error below
+    }
+    if (problems.length) throw validationError(problems);
   }
   throw err;
 }

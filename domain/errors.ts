@@ -6,7 +6,7 @@
  */
 export const ERROR_CODES = {
   BAD_REQUEST: [400, 'A malformed request the other codes do not cover (e.g. a bad Idempotency-Key header)'],
-  INVALID_JSON: [400, 'The body is not JSON, or has a `__proto__` key'],
+  INVALID_JSON: [400, 'The body is not JSON (a JSON body with a `__proto__` key is 422 VALIDATION_ERROR, field code `forbidden_key`)'],
   UNAUTHORIZED: [401, 'No API key or session, or a session that is invalid or expired'],
   INVALID_API_KEY: [401, 'An unknown API key, or a public key outside POST /v1/track'],
   INVALID_CREDENTIALS: [401, 'Login with a wrong email or password'],

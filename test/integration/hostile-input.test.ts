@@ -228,11 +228,32 @@ describe('9. numbers JSON rounds to infinity', () => {
 });
 
 describe('10. a __proto__ key', () => {
-  test('-> 400 INVALID_JSON saying why', async () => {
+  // Valid JSON, refused wherever it appears: parsed into an object it would set that object's prototype. The answer
+  // is the query's and the form's: 422 VALIDATION_ERROR with field code forbidden_key at the key's path.
+  test('in free-form contact data -> 422 forbidden_key at data.__proto__, nothing stored', async () => {
     const res = await api('POST', '/contacts', { key: project.secretKey, raw: '{"email":"proto@example.com","data":{"__proto__":{"x":1}}}' });
+    expectFieldError(res, 422, 'forbidden_key', 'data.__proto__');
+    expect(res.body.error.code).toBe('VALIDATION_ERROR');
+    expect(res.body.error.errors[0].message).toContain('__proto__');
+    const lookup = await api('POST', '/contacts/lookup', { key: project.secretKey, body: { emails: ['proto@example.com'] } });
+    expect(lookup.body.results[0].exists).toBe(false);
+  });
+
+  test('at the top level of a body, and nested in an array -> 422 forbidden_key at each path', async () => {
+    expectFieldError(await api('POST', '/v1/track', { key: project.secretKey, raw: '{"__proto__":{"admin":true},"email":"p2@example.com","event":"x"}' }), 422, 'forbidden_key', '__proto__');
+    const res = await api('POST', '/contacts/lookup', { key: project.secretKey, raw: '{"emails":["a@example.com"],"x":[{"__proto__":1},{"__proto__":2}]}' });
+    expectFieldError(res, 422, 'forbidden_key', 'x.0.__proto__');
+    expectFieldError(res, 422, 'forbidden_key', 'x.1.__proto__');
+  });
+
+  test('as an escaped key ("\\u005f_proto__") -> the same 422', async () => {
+    expectFieldError(await api('POST', '/contacts', { key: project.secretKey, raw: '{"email":"p3@example.com","data":{"\\u005f_proto__":1}}' }), 422, 'forbidden_key', 'data.__proto__');
+  });
+
+  test('other JSON that does not parse is still 400 INVALID_JSON', async () => {
+    const res = await api('POST', '/contacts', { key: project.secretKey, raw: '{"email":"p4@example.com","data":{"__proto__":1}' });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_JSON');
-    expect(res.body.error.message).toContain('__proto__');
   });
 
   test('in a query string -> 422 forbidden_key', async () => {
