@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { emailString, nameText, senderName, customIssue, NO_LINE_BREAKS } from '../validation';
-import { Cursor, Limit } from '../contacts/schema';
+import { IdCursor, Limit } from '../contacts/schema';
 import { ContactDataInput } from '../track/schema';
 import { EventDataFilterSchema, FilterSchema } from '../../domain/filters';
 import { EVENT_NAME_RE } from '../../domain/events/event-names';
@@ -58,7 +58,7 @@ export const ExecutionParams = WorkflowIdParams.extend({ executionId: z.uuid({ e
 
 export const ListWorkflowsQuery = z.object({
   limit: Limit,
-  cursor: Cursor,
+  cursor: IdCursor,
   enabled: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
 });
 
@@ -225,7 +225,7 @@ export const StartExecutionBody = z
 
 export const ListExecutionsQuery = z.object({
   limit: Limit,
-  cursor: Cursor,
+  cursor: IdCursor,
   status: z.enum(EXECUTION_STATUSES, { error: `status is one of ${EXECUTION_STATUSES.join(', ')}` }).optional(),
   contactId: z.uuid({ error: 'contactId must be a UUID' }).optional(),
 });

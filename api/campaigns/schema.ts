@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NO_LINE_BREAKS, emailString, nameText, senderName as FromName } from '../validation';
-import { Cursor, Limit } from '../contacts/schema';
+import { IdCursor, Limit } from '../contacts/schema';
 import { FilterSchema } from '../../domain/filters';
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from '../../domain/campaigns/campaign.entity';
 import { MAX_TEMPLATE_BODY_BYTES } from '../../domain/templates/template.service';
@@ -54,7 +54,10 @@ function isRealDate(s: string): boolean {
   const parts = INSTANT.exec(s);
   if (!parts) return true; // the pattern's own issue says what is wrong
   const [y, m, d] = parts.slice(1, 4).map(Number) as [number, number, number];
-  return m >= 1 && m <= 12 && d >= 1 && d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999 (year 0 is a leap year, 1900 is not).
+  const lastDay = new Date(0);
+  lastDay.setUTCFullYear(y, m, 0);
+  return m >= 1 && m <= 12 && d >= 1 && d <= lastDay.getUTCDate();
 }
 
 /** An instant: an RFC 3339 date-time with a time zone (`Z` or an offset), as a Date. */
@@ -152,7 +155,7 @@ export const UpdateCampaignBody = z
 
 export const ListCampaignsQuery = z.object({
   limit: Limit,
-  cursor: Cursor,
+  cursor: IdCursor,
   status: z.enum(CAMPAIGN_STATUSES, { error: `status is one of ${CAMPAIGN_STATUSES.join(', ')}` }).optional(),
   search: z.string().max(200).optional().meta({ description: 'Case-insensitive substring of the name.' }),
 });

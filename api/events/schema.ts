@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { Cursor, Limit } from '../contacts/schema';
+import { IdCursor, Limit } from '../contacts/schema';
 import { EventName, TrackBody } from '../track/schema';
 
-export const ListEventsQuery = z.object({ limit: Limit, cursor: Cursor, name: z.string().max(200).optional() });
+export const ListEventsQuery = z.object({ limit: Limit, cursor: IdCursor, name: z.string().max(200).optional() });
 
 export const ContactEventsParams = z.object({ contactId: z.uuid({ error: 'Must be a contact id (UUID)' }) });
 

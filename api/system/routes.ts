@@ -112,7 +112,10 @@ export function openApiDocument(routes: Routes, deps: ApiDeps): object {
       version: '1.0.0',
       description:
         'Self-hostable email engagement service. API requests carry `Authorization: Bearer <key>`; the project comes from the key. ' +
-        'Errors use one envelope: `{ success: false, error: { code, message, statusCode, requestId, errors?, suggestion? }, timestamp }`.',
+        'Errors use one envelope: `{ success: false, error: { code, message, statusCode, requestId, errors?, suggestion? }, timestamp }`. ' +
+        'Rules on every input, which the schemas below do not repeat: no text (string, object key, query or path parameter) contains NUL (U+0000) ' +
+        'or an unpaired UTF-16 surrogate (422 `invalid_characters`), no object has the key `__proto__` (422 `forbidden_key`), and JSON nests at ' +
+        'most 32 levels (422 `too_deep`).',
     },
     servers: [{ url: deps.config.publicUrl }],
   });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NO_LINE_BREAKS, emailString, nameText, senderName as FromName } from '../validation';
-import { Cursor, Limit } from '../contacts/schema';
+import { IdCursor, Limit } from '../contacts/schema';
 import { TEMPLATE_TYPES } from '../../domain/templates/template.entity';
 import { MAX_TEMPLATE_BODY_BYTES, MAX_TEMPLATE_NAME } from '../../domain/templates/template.service';
 
@@ -61,7 +61,7 @@ export const UpdateTemplateBody = z
 
 export const ListTemplatesQuery = z.object({
   limit: Limit,
-  cursor: Cursor,
+  cursor: IdCursor,
   type: z.enum(TEMPLATE_TYPES, { error: 'type is TRANSACTIONAL or MARKETING' }).optional(),
   search: z.string().max(200).optional().meta({ description: 'Case-insensitive substring of the name or the subject.' }),
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { File as UploadedFile } from 'formidable';
-import { Cursor, Limit } from '../contacts/schema';
+import { IdCursor, Limit } from '../contacts/schema';
 import { PUBLIC_FILE_NAME } from '../../domain/uploads/upload.service';
 
 const isUpload = (v: unknown): v is UploadedFile => typeof v === 'object' && v !== null && 'filepath' in v && 'size' in v;
@@ -13,7 +13,7 @@ export const UploadImageBody = z
   })
   .meta({ id: 'UploadImageRequest' });
 
-export const ListUploadsQuery = z.object({ limit: Limit, cursor: Cursor });
+export const ListUploadsQuery = z.object({ limit: Limit, cursor: IdCursor });
 
 export const UploadIdParams = z.object({ id: z.uuid({ error: 'Must be an upload id (UUID)' }) });
 

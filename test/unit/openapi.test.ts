@@ -7,6 +7,8 @@ import { EventName } from '../../api/track/schema';
 import { SendBody } from '../../api/send/schema';
 import { customFieldName } from '../../domain/contacts/contact-fields';
 import { checkDomainName } from '../../domain/domains/hostname';
+import { decodeCursor, toPage } from '../../domain/pagination';
+import { uuidv7 } from '../../domain/ids';
 
 /** The OpenAPI document agrees with what the shared middleware answers (issue 12, finding 7). Built without services. */
 const deps = { config: loadConfig({ DATABASE_URL: 'postgres://unused/openapi', NODE_ENV: 'test' }) } as ApiDeps;
@@ -116,6 +118,58 @@ describe('published patterns say what the validators do', () => {
   test('sender domain names', () => {
     const pattern = schemaOf('CreateDomainRequest').properties.domain!.pattern;
     agree(pattern, (s) => checkDomainName(s).ok, ['example.com', 'Mail.Example.COM.', ' example.com ', 'a.b', 'localhost', '1.2.3.4', 'xn--bcher-kva.ch', '-a.com', 'a..com', 'a_b.com', 'a.c0m', `${'a'.repeat(64)}.com`, 'a.xn--']);
+  });
+
+  const parameter = (path: string, name: string) =>
+    (doc.paths[path]!.get!.parameters as unknown as { name: string; schema: { pattern?: string } }[]).find((p) => p.name === name)!.schema;
+
+  test('id-list cursors: every cursor a page gives matches, and every string that matches is a position', () => {
+    const pattern = parameter('/contacts', 'cursor').pattern!;
+    for (const path of ['/templates', '/events', '/campaigns', '/workflows', '/uploads', '/workflows/{id}/executions']) expect(parameter(path, 'cursor').pattern).toBe(pattern);
+    const re = new RegExp(pattern);
+    const decodes = (s: string) => {
+      try {
+        decodeCursor(s);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 200; i++) {
+      const id = uuidv7();
+      const cursor = toPage([{ id }, { id: uuidv7() }], 1, 2).cursor!;
+      expect(re.test(cursor)).toBe(true);
+      expect(decodeCursor(cursor)).toBe(id);
+    }
+    agree(pattern, decodes, ['', 'AAAAAAAAAAAAAAAAAAAAAA', '______________________w', '______________________', 'AZOlsnw-eryN7wEjRWeJqw', 'AZOlsnw-eryN7wEjRWeJqB', 'AZOlsnw-eryN7wEjRWeJq', 'AZOlsnw+eryN7wEjRWeJqw', 'garbage']);
+    // The earlier form is still read (a walk begun before an upgrade goes on), though the document gives only the current one.
+    const earlier = Buffer.from('v1:0193a5b2-7c3e-7abc-8def-0123456789ab').toString('base64url');
+    expect(re.test(earlier)).toBe(false);
+    expect(decodeCursor(earlier)).toBe('0193a5b2-7c3e-7abc-8def-0123456789ab');
+  });
+
+  test('field-value cursors: the pattern is exactly the encodings of `o:<1 to 9 digits>`', () => {
+    const pattern = parameter('/contacts/fields/{field}/values', 'cursor').pattern!;
+    const re = new RegExp(pattern);
+    const offset = (n: string) => Buffer.from(`o:${n}`).toString('base64url');
+    for (let n = 0; n < 10_000; n++) expect(re.test(offset(String(n)))).toBe(true);
+    for (const n of ['999999999', '000000000', '123456789', '98765432', '07', '1000000', '40000', '5']) expect(re.test(offset(n))).toBe(true);
+    // What the route's decoder reads (`o:` and 1 to 9 digits), over strings near the pattern: one character changed,
+    // dropped or added at every position of real cursors.
+    const reads = (s: string) => s === '' || (/^[A-Za-z0-9_-]*$/.test(s) && s.length % 4 !== 1 && /^o:\d{1,9}$/.test(Buffer.from(s, 'base64url').toString('latin1')) && Buffer.from(Buffer.from(s, 'base64url').toString('latin1'), 'latin1').toString('base64url') === s);
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const samples = new Set<string>(['', offset('1234567890'), offset('-1'), offset('1a'), 'bzo', 'bzoxMDAwMDAwMDA=']);
+    for (const n of ['7', '42', '123', '1234', '12345', '123456789']) {
+      const c = offset(n);
+      for (let i = 0; i <= c.length; i++) {
+        samples.add(c.slice(0, i) + c.slice(i + 1));
+        for (const ch of alphabet) {
+          samples.add(c.slice(0, i) + ch + c.slice(i + 1));
+          samples.add(c.slice(0, i) + ch + c.slice(i));
+        }
+      }
+    }
+    agree(pattern, reads, [...samples]);
   });
 
   test('base64 attachment content', () => {
