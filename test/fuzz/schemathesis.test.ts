@@ -17,6 +17,9 @@ import { stackEnv } from '../stack-env';
  * the keys it is fuzzing with). Project A sends every request; B is A's peer for object_level_authorization.
  *
  * The reports (JUnit, NDJSON) stay in `<stack data dir>/schemathesis/` (KEEP_TEST_DATA=1 keeps the folder).
+ *
+ * MAILWRIGHT_FUZZ_NO_HOOKS=1 runs it without test/fuzz/hooks.py: schemathesis' own checks alone, so every refusal of a
+ * documented-valid request shows (the count of how far the document and the server still disagree; the test then fails).
  */
 
 const RUN_TIMEOUT_MS = 15 * 60_000;
@@ -95,7 +98,7 @@ function runSchemathesis(): Promise<{ code: number | null; tail: string }> {
   process.stdout.write(`[fuzz] ${bin} ${args.join(' ')}\n`);
   const child = spawn(bin, args, {
     cwd: path.resolve(__dirname, '..', '..'),
-    env: { ...process.env, MAILWRIGHT_FUZZ_AUTH: authFile, MAILWRIGHT_FUZZ_HOOKS: path.join(__dirname, 'hooks.py'), NO_COLOR: '1', COLUMNS: '160', PYTHONUNBUFFERED: '1' },
+    env: { ...process.env, MAILWRIGHT_FUZZ_AUTH: authFile, MAILWRIGHT_FUZZ_HOOKS: process.env.MAILWRIGHT_FUZZ_NO_HOOKS === '1' ? '' : path.join(__dirname, 'hooks.py'), NO_COLOR: '1', COLUMNS: '160', PYTHONUNBUFFERED: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Its console output goes to a file beside the reports, not to the test run's output: it closes with a pytest-style
