@@ -36,10 +36,10 @@ export const IdCursor = z
 const HIGH = '(?:[MN][DTjz]|O[DT])'; // a digit, and the top nibble of a digit after it
 const GROUP = `${HIGH}[AEIMQUYcgk][wxyz0-5]`; // three digits
 const TAIL = `(?:[MN][AQgw]|O[AQ]|${HIGH}[AEIMQUYcgk])`; // one or two digits
-export const OFFSET_CURSOR_PATTERN = `^(?:bzo[wxyz0-5](?:${GROUP}){0,2}${TAIL}?)?$`;
+const OFFSET_CURSOR_PATTERN = `^(?:bzo[wxyz0-5](?:${GROUP}){0,2}${TAIL}?)?$`;
 const OFFSET_CURSOR = new RegExp(OFFSET_CURSOR_PATTERN);
 
-export const OffsetCursor = z
+const OffsetCursor = z
   .string()
   .max(200)
   .refine((s) => OFFSET_CURSOR.test(s), { message: 'Invalid cursor: pass the `cursor` value of the previous page unchanged', params: { code: 'invalid_cursor' } })
