@@ -46,7 +46,7 @@ export const analyticsConsumer: EventConsumer = {
     const column = <T>(rows: (string | number)[][], i: number) => rows.map((r) => r[i] as T);
     if (metrics.size) {
       const rows = rowsOf(metrics);
-      await tx.query(
+      await tx.run(
         `insert into analytics_hourly (project_id, metric, hour, count)
          select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::bigint[])
          on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count`,
@@ -55,7 +55,7 @@ export const analyticsConsumer: EventConsumer = {
     }
     if (names.size) {
       const rows = rowsOf(names);
-      await tx.query(
+      await tx.run(
         `insert into event_name_hourly (project_id, name, hour, system, count)
          select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::boolean[], $5::bigint[])
          on conflict (project_id, name, hour) do update set count = event_name_hourly.count + excluded.count`,
@@ -64,7 +64,7 @@ export const analyticsConsumer: EventConsumer = {
     }
     // Only forward: a contact deleted since has no row to refer to (the insert skips it; its events are gone too).
     const contacts = [...lastEvent];
-    await tx.query(
+    await tx.run(
       `insert into contact_last_event (contact_id, project_id, at)
        select t.contact_id, t.project_id, t.at from unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) as t(contact_id, project_id, at)
        where exists (select 1 from contacts c where c.id = t.contact_id)

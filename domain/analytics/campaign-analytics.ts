@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { validationError } from '../errors';
 import { campaignRates, type CampaignCounters, type CampaignStatsView } from '../campaigns/campaign-stats';
 
@@ -54,10 +55,10 @@ export async function topCampaigns(
   q: { by: CampaignRanking; limit: number; minSent: number; from?: Date; to?: Date },
 ): Promise<CampaignBreakdown[]> {
   const { from, to } = range(q);
-  const rows = await em.execute<Row[]>(
+  const rows = await sql(em).query<Row>(
     `select ${COLUMNS} from campaigns c join campaign_stats s on s.campaign_id = c.id
-     where c.project_id = ? and c.started_at >= ? and c.started_at < ? and s.sent >= ?
-     order by ${CAMPAIGN_RANKINGS[q.by]} desc nulls last, c.id desc limit ?`,
+     where c.project_id = $1 and c.started_at >= $2 and c.started_at < $3 and s.sent >= $4
+     order by ${CAMPAIGN_RANKINGS[q.by]} desc nulls last, c.id desc limit $5`,
     [projectId, from, to, q.minSent, q.limit],
   );
   return rows.map(view);
@@ -66,9 +67,9 @@ export async function topCampaigns(
 /** Every campaign that started sending in [from, to), newest first, with its counters and rates. */
 export async function campaignBreakdown(em: EntityManager, projectId: string, q: { limit: number; from?: Date; to?: Date }): Promise<CampaignBreakdown[]> {
   const { from, to } = range(q);
-  const rows = await em.execute<Row[]>(
+  const rows = await sql(em).query<Row>(
     `select ${COLUMNS} from campaigns c join campaign_stats s on s.campaign_id = c.id
-     where c.project_id = ? and c.started_at >= ? and c.started_at < ? order by c.started_at desc, c.id desc limit ?`,
+     where c.project_id = $1 and c.started_at >= $2 and c.started_at < $3 order by c.started_at desc, c.id desc limit $4`,
     [projectId, from, to, q.limit],
   );
   return rows.map(view);

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { validationError } from '../errors';
-import { preparedQuery } from '../prepared';
 import { ANALYTICS_METRICS, type AnalyticsMetric } from './analytics-consumer';
 
 type Interval = 'hour' | 'day';
@@ -36,7 +36,7 @@ export interface Timeseries {
 
 /** 422 unless Postgres knows the zone (the rollup is grouped there, so its zone database is the one that counts). */
 async function assertTimezone(em: EntityManager, tz: string): Promise<void> {
-  const [row] = await preparedQuery<{ ok: boolean }>(em, 'analytics_tz', 'select exists (select 1 from pg_timezone_names where name = $1) as ok', [tz]);
+  const [row] = await sql(em).query<{ ok: boolean }>('select exists (select 1 from pg_timezone_names where name = $1) as ok', [tz], 'analytics_tz');
   if (!row!.ok) throw validationError([{ field: 'query.timezone', message: `Unknown time zone "${tz}" (an IANA name such as Europe/Berlin)`, code: 'invalid_timezone' }]);
 }
 
@@ -61,9 +61,7 @@ export async function timeseries(em: EntityManager, projectId: string, q: Timese
     return { interval: q.interval, timezone: q.timezone, from: from.toISOString(), to: to.toISOString(), metrics, data: [], totals: none };
   }
   // Buckets: the zone's days touched by [from, to), or the UTC hours; each with its start instant and local label.
-  const rows = await preparedQuery<{ start: Date; local: string; metric: string | null; n: string | null }>(
-    em,
-    `analytics_timeseries_${q.interval}`,
+  const rows = await sql(em).query<{ start: Date; local: string; metric: string | null; n: string | null }>(
     q.interval === 'day'
       ? `with b as (
            select (d::timestamp at time zone $4) as start, d::date as day
@@ -81,6 +79,7 @@ export async function timeseries(em: EntityManager, projectId: string, q: Timese
          select b.start, to_char(b.start at time zone $4, 'YYYY-MM-DD"T"HH24:MI') as local, h.metric, h.count::text as n
          from b left join analytics_hourly h on h.project_id = $1 and h.hour = b.start order by b.start`,
     [projectId, from, to, q.timezone],
+    `analytics_timeseries_${q.interval}`,
   );
   const points = new Map<string, TimeseriesPoint>();
   const zero = () => Object.fromEntries(metrics.map((m) => [m, 0])) as Record<AnalyticsMetric, number>;
@@ -113,13 +112,12 @@ export async function topEvents(
   const to = q.to ?? new Date();
   const from = q.from ?? new Date(to.getTime() - 30 * 86_400_000);
   if (from.getTime() > to.getTime()) throw validationError([{ field: 'query.from', message: 'from must not be after to', code: 'invalid_range' }]);
-  const rows = await preparedQuery<{ name: string; count: string }>(
-    em,
-    'analytics_top_events',
+  const rows = await sql(em).query<{ name: string; count: string }>(
     `select name, sum(count)::text as count from event_name_hourly
      where project_id = $1 and hour >= date_trunc('hour', $2::timestamptz, 'UTC') and hour < $3 and not system
      group by name order by sum(count) desc, name limit $4`,
     [projectId, from, to, q.limit],
+    'analytics_top_events',
   );
   return { from: from.toISOString(), to: to.toISOString(), data: rows.map((r) => ({ name: r.name, count: Number(r.count) })) };
 }

@@ -1,15 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { PoolClient } from 'pg';
+import { sql, transaction } from '../db/sql';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../config';
-import { preparedQuery } from '../prepared';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { logger } from '../logger';
 import { emailOutcomes, type EmailOutcomeStatus } from '../metrics';
 import { sendMeasured } from '../mail/transport';
-import { withTransaction } from '../jobs/job.service';
-import { toPositional } from '../filters';
+import { eventDataSql, insertEventsSql, sqlName } from '../events/event-writer';
 import { AppError, validationError } from '../errors';
 import { emailDomain } from '../contacts/email-address';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
@@ -66,18 +64,16 @@ export type BeginResult =
  * FAILED with the reason.
  */
 export async function beginCampaignSend(em: EntityManager, campaignId: string, now = new Date(), billing?: BillingGuard): Promise<BeginResult> {
-  const failure = await withTransaction(em, async (tx): Promise<BeginResult | { fail: string }> => {
-    const { rows } = await tx.query<CampaignRow>(`select ${CAMPAIGN_SELECT} from campaigns where id = $1 for update`, [campaignId]);
-    const c = rows[0];
+  const failure = await transaction(em, async (tx): Promise<BeginResult | { fail: string }> => {
+    const c = await tx.one<CampaignRow>(`select ${CAMPAIGN_SELECT} from campaigns where id = $1 for update`, [campaignId]);
     if (!c) return { state: 'ended', status: 'CANCELLED' }; // deleted: there is nothing to send
     if (c.status === 'SCHEDULED') {
-      // Raw rows carry timestamps as the driver gives them (MikroORM's pg setup returns text).
-      const at = c.scheduledAt ? new Date(c.scheduledAt) : null;
+      const at = c.scheduledAt;
       if (at && at.getTime() > now.getTime()) return { state: 'wait', scheduledAt: at.toISOString() };
       // Due while the project is suspended (domain/reputation): the snapshot is taken, but the campaign waits PAUSED
       // until an owner lifts the suspension and resumes it.
       if (await isSuspended(tx, c.projectId)) {
-        await tx.query(`update campaigns set status = 'PAUSED', status_reason = $2, updated_at = now() where id = $1`, [campaignId, 'Paused: the project is suspended (sending reputation)']);
+        await tx.run(`update campaigns set status = 'PAUSED', status_reason = $2, updated_at = now() where id = $1`, [campaignId, 'Paused: the project is suspended (sending reputation)']);
         c.status = 'PAUSED';
       }
     } else if (c.status !== 'SENDING' && c.status !== 'PAUSED') {
@@ -95,23 +91,23 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
     }
     const where = await audienceWhere(em, c);
     // Parameters $1-$6, then the audience's own.
-    const inserted = await tx.query<{ n: number }>(
+    const inserted = await tx.one<{ n: number }>(
       `with ins as (
          insert into emails (id, project_id, contact_id, campaign_id, kind, to_email, from_email, from_name, reply_to, subject, html, status, template_id, created_at, updated_at)
          select ${SQL_UUIDV7}, c.project_id, c.id, $1::uuid, 'MARKETING', c.email, $2, $3, $4, $5, '', 'QUEUED', $6::uuid, now(), now()
-         from contacts c where ${toPositional(where.sql, 6)}
+         from contacts c where ${where.at(7)}
          on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
          returning 1
        ) select count(*)::int as n from ins`,
       [campaignId, content.fromEmail, content.fromName, content.replyTo, content.subject.slice(0, 998), content.templateId, ...where.params],
     );
-    const audience = inserted.rows[0]!.n;
-    await tx.query(
+    const audience = inserted!.n;
+    await tx.run(
       `update campaigns set status = case when status = 'SCHEDULED' then 'SENDING' else status end, send_content = $2, audience_size = $3,
          started_at = now(), updated_at = now() where id = $1`,
       [campaignId, JSON.stringify(content), audience],
     );
-    await tx.query(
+    await tx.run(
       `insert into campaign_stats (campaign_id, audience) values ($1, $2)
        on conflict (campaign_id) do update set audience = excluded.audience, updated_at = now()`,
       [campaignId, audience],
@@ -130,11 +126,10 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
 export async function resolveCampaignMessage(em: EntityManager, c: CampaignRow): Promise<ResolvedMessage> {
   let template: TemplateParts | undefined;
   if (c.templateId) {
-    const [t] = await preparedQuery<TemplateParts>(
-      em,
-      'campaign_template',
+    const [t] = await sql(em).query<TemplateParts>(
       `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = $1 and project_id = $2`,
       [c.templateId, c.projectId],
+      'campaign_template',
     );
     if (!t) throw validationError([{ field: 'templateId', message: "The campaign's template no longer exists", code: 'not_found' }]);
     template = t;
@@ -166,7 +161,7 @@ async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<Se
 }
 
 async function projectSettings(em: EntityManager, projectId: string): Promise<ProjectSettings> {
-  const [row] = await preparedQuery<{ settings: Partial<ProjectSettings> }>(em, 'campaign_project_settings', 'select settings from projects where id = $1', [projectId]);
+  const [row] = await sql(em).query<{ settings: Partial<ProjectSettings> }>('select settings from projects where id = $1', [projectId], 'campaign_project_settings');
   return { ...DEFAULT_PROJECT_SETTINGS, ...row?.settings };
 }
 
@@ -257,14 +252,13 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const maxInFlight = Math.max(2, deps.config.smtp.poolSize * 2);
   const deadline = Date.now() + hooks.budgetMs;
   const readChunk = (after: string | null) =>
-    preparedQuery<RecipientRow>(
-      em,
-      'campaign_chunk',
+    sql(em).query<RecipientRow>(
       `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data
        from emails e left join contacts c on c.id = e.contact_id
        where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
        order by e.contact_id limit $5`,
       [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize],
+      'campaign_chunk',
     );
   let next = readChunk(result.cursor);
   // A chunk can take longer than the heartbeat timeout behind a slow relay: beat on a timer too (with the cursor of
@@ -345,12 +339,11 @@ interface CampaignHead {
 }
 
 async function campaignHead(em: EntityManager, campaignId: string): Promise<CampaignHead | undefined> {
-  const [row] = await preparedQuery<CampaignHead>(
-    em,
-    'campaign_head',
+  const [row] = await sql(em).query<CampaignHead>(
     `select c.status, c.project_id as "projectId", c.name, c.send_content as "sendContent", p.settings
      from campaigns c join projects p on p.id = c.project_id where c.id = $1`,
     [campaignId],
+    'campaign_head',
   );
   return row;
 }
@@ -374,12 +367,11 @@ function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): Mess
 
 /** The sender domain's DKIM key (the render threads sign each message with it), if the domain has one. */
 async function senderDkim(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<DkimSigningKey | undefined> {
-  const [key] = await preparedQuery<SealedDkimKey>(
-    deps.em,
-    'campaign_dkim_key',
+  const [key] = await sql(deps.em).query<SealedDkimKey>(
     `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
      from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null`,
     [projectId, emailDomain(fromEmail)],
+    'campaign_dkim_key',
   );
   return key ? dkimFor(key, deps.secretBox) : undefined;
 }
@@ -462,15 +454,14 @@ class OutcomeRecorder {
    */
   private async endUnsent(kind: 'skipped' | 'invalid', rows: { id: string; reason: string }[]): Promise<number> {
     const [status, counter] = kind === 'skipped' ? ['CANCELLED', 'skipped'] : ['FAILED', 'failed'];
-    const [r] = await preparedQuery<{ n: number }>(
-      this.em,
-      `campaign_record_${kind}`,
+    const [r] = await sql(this.em).query<{ n: number }>(
       `with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
        upd as (update emails e set status = '${status}', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
        n as (select count(*)::int as n from upd),
        st as (update campaign_stats set ${counter} = ${counter} + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
        select n from n`,
       [rows.map((o) => o.id), rows.map((o) => o.reason), this.campaignId],
+      `campaign_record_${kind}`,
     );
     return r!.n;
   }
@@ -500,9 +491,7 @@ class OutcomeRecorder {
     const skipped = batch.filter((o) => o.kind === 'skipped');
     const invalid = batch.filter((o) => o.kind === 'invalid');
     if (sent.length) {
-      const [r] = await preparedQuery<{ n: number }>(
-        this.em,
-        'campaign_record_sent',
+      const [r] = await sql(this.em).query<{ n: number }>(
         `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) as v(id, subject, mid, resp)),
          upd as (
            update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp, error = null,
@@ -520,13 +509,12 @@ class OutcomeRecorder {
          )
          select n from n`,
         [sent.map((o) => o.id), sent.map((o) => o.subject), sent.map((o) => o.messageId), sent.map((o) => o.response), this.campaignId],
+        'campaign_record_sent',
       );
       this.counts.sent += r!.n;
     }
     if (rejected.length) {
-      const [r] = await preparedQuery<{ n: number }>(
-        this.em,
-        'campaign_record_rejected',
+      const [r] = await sql(this.em).query<{ n: number }>(
         `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
          upd as (
            update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', attempts = e.attempts + 1, updated_at = now()
@@ -534,27 +522,36 @@ class OutcomeRecorder {
            returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
          ),
          ev as (
-           insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-           select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'campaignId', $4::uuid), 'SYSTEM', id, now()
-           from upd where contact_id is not null
+           ${insertEventsSql(
+             {
+               id: 'event_id',
+               projectId: 'project_id',
+               contactId: 'contact_id',
+               name: sqlName('email.bounced'),
+               data: eventDataSql('email.bounced', { source: `'smtp'`, bounceType: `'Permanent'`, response: 'resp', campaignId: '$4::uuid' }),
+               source: 'SYSTEM',
+               emailId: 'id',
+             },
+             'from upd where contact_id is not null',
+           )}
          ),
          n as (select count(*)::int as n from upd),
          -- Handed to the relay, like every sent message: bounced / sent stays a rate of what was sent.
          st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $4::uuid and n.n > 0)
          select n from n`,
         [rejected.map((o) => o.id), rejected.map((o) => o.response), rejected.map(() => uuidv7()), this.campaignId],
+        'campaign_record_rejected',
       );
       this.counts.rejected += r!.n;
     }
     if (skipped.length) this.counts.skipped += await this.endUnsent('skipped', skipped);
     if (invalid.length) this.counts.invalid += await this.endUnsent('invalid', invalid);
     if (retry.length) {
-      await preparedQuery(
-        this.em,
-        'campaign_record_retry',
+      await sql(this.em).query(
         `update emails e set error = v.err, attempts = e.attempts + 1, updated_at = now()
          from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status = 'QUEUED'`,
         [retry.map((o) => o.id), retry.map((o) => o.error)],
+        'campaign_record_retry',
       );
       this.counts.retry += retry.length;
     }
@@ -602,19 +599,19 @@ export interface FinishResult {
  */
 export async function settleCampaign(em: EntityManager, campaignId: string, input: Omit<FinishInput, 'campaignId'>): Promise<FinishResult> {
   const leftover = input.outcome === 'completed' ? 'FAILED' : 'CANCELLED';
-  const result = await withTransaction(em, async (tx: PoolClient): Promise<FinishResult> => {
-    const { rows } = await tx.query<{ status: CampaignStatus }>('select status from campaigns where id = $1 for update', [campaignId]);
-    if (!rows[0]) return { status: 'CANCELLED', settled: 0 };
+  const result = await transaction(em, async (tx): Promise<FinishResult> => {
+    const row = await tx.one<{ status: CampaignStatus }>('select status from campaigns where id = $1 for update', [campaignId]);
+    if (!row) return { status: 'CANCELLED', settled: 0 };
     const target: CampaignStatus = input.outcome === 'completed' ? 'SENT' : input.outcome === 'cancelled' ? 'CANCELLED' : 'FAILED';
     // Contacts deleted after the snapshot (their rows lost the contact) were never walked: skipped, not failed.
-    await tx.query(
+    await tx.run(
       `with upd as (update emails set status = 'CANCELLED', error = 'The contact was deleted', updated_at = now()
          where campaign_id = $1 and status = 'QUEUED' and contact_id is null returning 1),
        n as (select count(*)::int as n from upd)
        update campaign_stats set skipped = skipped + n.n, updated_at = now() from n where campaign_id = $1 and n.n > 0`,
       [campaignId],
     );
-    const settled = await tx.query<{ n: number }>(
+    const settled = await tx.one<{ n: number }>(
       `with upd as (
          update emails set status = $2, error = $3, updated_at = now() where campaign_id = $1 and status = 'QUEUED' returning 1
        ), n as (select count(*)::int as n from upd),
@@ -622,18 +619,18 @@ export async function settleCampaign(em: EntityManager, campaignId: string, inpu
        select n from n`,
       [campaignId, leftover, leftover === 'FAILED' ? (input.reason ?? 'Transient delivery failures outlasted the retries') : 'Not sent: the campaign was cancelled or stopped'],
     );
-    const current = rows[0].status;
+    const current = row.status;
     const active = current === 'SCHEDULED' || current === 'SENDING' || current === 'PAUSED';
     const status = active ? target : current;
     if (active) {
       const reason = input.reason ?? (target === 'CANCELLED' ? 'Cancelled in Temporal' : null);
-      await tx.query(`update campaigns set status = $2, status_reason = coalesce($3, status_reason), finished_at = now(), updated_at = now() where id = $1`, [
+      await tx.run(`update campaigns set status = $2, status_reason = coalesce($3, status_reason), finished_at = now(), updated_at = now() where id = $1`, [
         campaignId,
         status,
         reason,
       ]);
     }
-    return { status, settled: settled.rows[0]!.n };
+    return { status, settled: settled!.n };
   });
   if (result.settled > 0) emailOutcomes.inc({ source: 'campaign', status: leftover === 'FAILED' ? 'failed' : 'cancelled' }, result.settled);
   return result;

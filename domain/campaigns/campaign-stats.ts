@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import type { Pool } from 'pg';
 import type { EventConsumer, OutboxEvent } from '../events/event-consumer';
 import { notFound } from '../errors';
 import { logger } from '../logger';
-import { preparedQuery } from '../prepared';
 import type { CampaignEmailMarkKind } from './campaign-stats.entity';
 import { ENGAGEMENT_EVENT_NAMES, engagementOutcome } from '../events/engagement';
 
@@ -136,9 +136,9 @@ async function pruneReceipts(pool: Pool, now: number): Promise<number> {
   const floor = uuidv7Floor(now - RECEIPT_RETENTION_MS);
   let deleted = 0;
   for (;;) {
-    const { rowCount } = await pool.query({ name: 'campaign_stats_prune', text: PRUNE_SQL, values: [floor, CAMPAIGN_STATS_CONSUMER, PRUNE_CHUNK] });
-    deleted += rowCount ?? 0;
-    if ((rowCount ?? 0) < PRUNE_CHUNK) return deleted;
+    const n = await sql(pool).run(PRUNE_SQL, [floor, CAMPAIGN_STATS_CONSUMER, PRUNE_CHUNK], 'campaign_stats_prune');
+    deleted += n;
+    if (n < PRUNE_CHUNK) return deleted;
   }
 }
 
@@ -164,7 +164,7 @@ export const campaignStatsConsumer: EventConsumer = {
   eventNames: ENGAGEMENT_EVENT_NAMES,
   async handle(events, { pool }) {
     const { ids, emailIds, marks } = countable(events);
-    if (ids.length > 0) await pool.query({ name: 'campaign_stats_count', text: COUNT_SQL, values: [ids, emailIds, marks] });
+    if (ids.length > 0) await sql(pool).run(COUNT_SQL, [ids, emailIds, marks], 'campaign_stats_count');
     maybePrune(pool);
   },
 };
@@ -233,9 +233,7 @@ type StatsRow = CampaignCounters & { campaignId: string; updatedAt: Date | strin
  * project's.
  */
 export async function getCampaignStats(em: EntityManager, projectId: string, campaignId: string): Promise<CampaignStatsView> {
-  const [row] = await preparedQuery<StatsRow>(
-    em,
-    'campaign_stats_get',
+  const [row] = await sql(em).query<StatsRow>(
     `select c.id as "campaignId",
        coalesce(s.audience, 0) as audience, coalesce(s.sent, 0) as sent, coalesce(s.delivered, 0) as delivered,
        coalesce(s.opened_unique, 0) as "openedUnique", coalesce(s.opened_total, 0) as "openedTotal",
@@ -245,6 +243,7 @@ export async function getCampaignStats(em: EntityManager, projectId: string, cam
      from campaigns c left join campaign_stats s on s.campaign_id = c.id
      where c.id = $1 and c.project_id = $2`,
     [campaignId, projectId],
+    'campaign_stats_get',
   );
   if (!row) throw notFound('Campaign');
   return { ...row, ...campaignRates(row), updatedAt: row.updatedAt === null ? null : new Date(row.updatedAt) };

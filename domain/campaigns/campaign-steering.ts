@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { AppError, conflict, notFound, validationError } from '../errors';
-import { preparedQuery } from '../prepared';
 import { logger } from '../logger';
 import { closedOutside } from '../temporal-mirror';
 import { persistThenStart } from '../workflow-start';
@@ -40,7 +40,7 @@ function assertScheduleTime(field: 'scheduledFor' | 'scheduledAt', at: Date, now
 
 /** A campaign of the project (404 otherwise). */
 export async function campaignRow(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
-  const [row] = await preparedQuery<CampaignRow>(em, 'campaign_row', `select ${CAMPAIGN_SELECT} from campaigns where id = $1 and project_id = $2`, [id, projectId]);
+  const [row] = await sql(em).query<CampaignRow>(`select ${CAMPAIGN_SELECT} from campaigns where id = $1 and project_id = $2`, [id, projectId], 'campaign_row');
   if (!row) throw notFound('Campaign');
   return row;
 }
@@ -57,9 +57,7 @@ async function transition(
   to: CampaignStatus,
   extra: { scheduledAt?: Date | null; workflowId?: string | null; finished?: boolean; reason?: string | null } = {},
 ): Promise<CampaignRow | null> {
-  const [row] = await preparedQuery<CampaignRow>(
-    em,
-    'campaign_transition',
+  const [row] = await sql(em).query<CampaignRow>(
     `update campaigns set status = $4,
        scheduled_at = case when $5::boolean then $6::timestamptz else scheduled_at end,
        workflow_id = case when $7::boolean then $8 else workflow_id end,
@@ -81,6 +79,7 @@ async function transition(
       extra.reason !== undefined,
       extra.reason ?? null,
     ],
+    'campaign_transition',
   );
   return row ?? null;
 }
@@ -132,7 +131,7 @@ export async function sendCampaign(
         reason: null,
       });
       if (!row) return wrongStatus(em, projectId, id, 'send', ['DRAFT']);
-      await preparedQuery(em, 'campaign_stats_init', 'insert into campaign_stats (campaign_id) values ($1) on conflict do nothing', [id]);
+      await sql(em).query('insert into campaign_stats (campaign_id) values ($1) on conflict do nothing', [id], 'campaign_stats_init');
       return row;
     },
     start: () => control.startCampaignSend({ projectId, campaignId: id, scheduledFor: opts.scheduledFor?.toISOString() ?? null }),

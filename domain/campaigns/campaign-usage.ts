@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { usageRegistry, type TemplateReference, type UsageReference } from '../usage/usage-registry';
 import { segmentDeletionGuards } from '../segments/segment-guards';
 import { pgTextArray } from '../filters';
@@ -13,8 +14,8 @@ const ACTIVE = pgTextArray(ACTIVE_CAMPAIGN_STATUSES);
 
 /** Every campaign of the project on the template; an active one (scheduled, sending, paused) blocks the template's delete. */
 async function findByTemplate(em: EntityManager, projectId: string, templateId: string): Promise<TemplateReference[]> {
-  const rows = await em.execute<{ id: string; name: string; active: boolean }[]>(
-    'select id, name, status = any(?::text[]) as active from campaigns where project_id = ? and template_id = ? order by id',
+  const rows = await sql(em).query<{ id: string; name: string; active: boolean }>(
+    'select id, name, status = any($1::text[]) as active from campaigns where project_id = $2 and template_id = $3 order by id',
     [ACTIVE, projectId, templateId],
   );
   return rows.map((r) => ({ id: r.id, name: r.name, active: r.active }));
@@ -25,9 +26,9 @@ async function findByTemplate(em: EntityManager, projectId: string, templateId: 
  * stored filter, so nothing is loaded to be walked in JavaScript). `vars` are the path's variables.
  */
 async function findByFilter(em: EntityManager, projectId: string, predicate: string, vars: Record<string, string>): Promise<UsageReference[]> {
-  const rows = await em.execute<{ id: string; name: string }[]>(
+  const rows = await sql(em).query<{ id: string; name: string }>(
     `select id, name from campaigns
-     where project_id = ? and audience_type = 'FILTERED' and jsonb_path_exists(audience_filter, ?::jsonpath, ?::jsonb)
+     where project_id = $1 and audience_type = 'FILTERED' and jsonb_path_exists(audience_filter, $2::jsonpath, $3::jsonb)
      order by id`,
     [projectId, `$.** ? (${predicate})`, JSON.stringify(vars)],
   );
@@ -43,8 +44,8 @@ const findByEvent = (em: EntityManager, projectId: string, name: string) => find
 
 /** `DELETE /segments/:id` is refused while a SCHEDULED, SENDING or PAUSED campaign sends to the segment. */
 async function segmentGuard(em: EntityManager, projectId: string, segmentId: string): Promise<string | undefined> {
-  const [row] = await em.execute<{ name: string; status: string }[]>(
-    'select name, status from campaigns where project_id = ? and segment_id = ? and status = any(?::text[]) order by id limit 1',
+  const [row] = await sql(em).query<{ name: string; status: string }>(
+    'select name, status from campaigns where project_id = $1 and segment_id = $2 and status = any($3::text[]) order by id limit 1',
     [projectId, segmentId, ACTIVE],
   );
   return row ? `it is the audience of the ${row.status} campaign "${row.name}"` : undefined;

@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import type { BillingGuard } from '../billing/billing.service';
 import { AppError, conflict, notFound, validationError, type FieldError } from '../errors';
 import { checkTemplateSyntax, compileBody } from '../rendering/render';
 import { assertSenderDomain } from '../domains/domain.service';
 import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
-import { preparedQuery } from '../prepared';
 import { uuidv7 } from '../ids';
 import { normalizeEmail } from '../contacts/email-address';
 import type { ContactData } from '../contacts/contact.entity';
@@ -161,11 +161,11 @@ async function validate(em: EntityManager, projectId: string, input: CampaignInp
   if (fields.fromEmail !== previousFrom) await assertSenderDomain(em, projectId, fields.fromEmail, { field: 'from' });
   const missing: FieldError[] = [];
   if (input.templateId) {
-    const [t] = await preparedQuery(em, 'campaign_edit_template_exists', 'select id from templates where id = $1 and project_id = $2', [input.templateId, projectId]);
+    const [t] = await sql(em).query('select id from templates where id = $1 and project_id = $2', [input.templateId, projectId], 'campaign_edit_template_exists');
     if (!t) missing.push({ field: 'templateId', message: 'No template with this id in the project', code: 'not_found' });
   }
   if (input.segmentId) {
-    const [s] = await preparedQuery(em, 'campaign_edit_segment_exists', 'select id from segments where id = $1 and project_id = $2', [input.segmentId, projectId]);
+    const [s] = await sql(em).query('select id from segments where id = $1 and project_id = $2', [input.segmentId, projectId], 'campaign_edit_segment_exists');
     if (!s) missing.push({ field: 'segmentId', message: 'No segment with this id in the project', code: 'not_found' });
   }
   if (missing.length) throw validationError(missing);
@@ -181,14 +181,13 @@ const values = (f: CampaignFields) => [
 export async function createCampaign(em: EntityManager, projectId: string, input: CreateCampaignInput): Promise<CampaignRow> {
   const { fields, errors } = applyInput(null, input);
   await validate(em, projectId, input, fields, errors, null);
-  const [row] = await preparedQuery<CampaignRow>(
-    em,
-    'campaign_insert',
+  const [row] = await sql(em).query<CampaignRow>(
     `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
        audience_filter, track_opens, track_clicks)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
      returning ${CAMPAIGN_SELECT}`,
     [uuidv7(), projectId, ...values(fields)],
+    'campaign_insert',
   );
   return row!;
 }
@@ -208,11 +207,10 @@ export async function updateCampaign(
   input: CampaignInput & CampaignEdit,
   opts: { replace: boolean },
 ): Promise<CampaignRow> {
-  const [current] = await preparedQuery<CampaignRow & { version: string }>(
-    em,
-    'campaign_for_edit',
+  const [current] = await sql(em).query<CampaignRow & { version: string }>(
     `select ${CAMPAIGN_SELECT}, xmin::text as "version" from campaigns where id = $1 and project_id = $2`,
     [id, projectId],
+    'campaign_for_edit',
   );
   if (!current) throw notFound('Campaign');
   assertEditable(current.status);
@@ -227,14 +225,13 @@ export async function updateCampaign(
   }
   await validate(em, projectId, content, fields, errors, current.fromEmail);
 
-  const [row] = await preparedQuery<CampaignRow>(
-    em,
-    'campaign_update',
+  const [row] = await sql(em).query<CampaignRow>(
     `update campaigns set name = $5, description = $6, subject = $7, body = $8, template_id = $9, from_email = $10, from_name = $11, reply_to = $12,
        audience_type = $13, segment_id = $14, audience_filter = $15::jsonb, track_opens = $16, track_clicks = $17, updated_at = now()
      where id = $1 and project_id = $2 and xmin = $3::xid and status = any($4::text[])
      returning ${CAMPAIGN_SELECT}`,
     [id, projectId, current.version, EDITABLE_CAMPAIGN_STATUSES, ...values(fields)],
+    'campaign_update',
   );
   if (!row) {
     const now = await campaignRow(em, projectId, id);
@@ -279,21 +276,19 @@ export async function listCampaigns(em: EntityManager, control: CampaignSendCont
   const after = decodeCursor(q.cursor) ?? null;
   const search = q.search?.trim() ? `%${likeEscape(q.search.trim())}%` : null;
   const status = q.status ?? null;
-  const rows = await preparedQuery<CampaignRow>(
-    em,
-    'campaign_list',
+  const rows = await sql(em).query<CampaignRow>(
     `select ${CAMPAIGN_SELECT} from campaigns
      where project_id = $1 and ($2::uuid is null or id < $2::uuid) and ($3::text is null or status = $3::text) and ($4::text is null or name ilike $4::text)
      order by id desc limit $5`,
     [projectId, after, status, search, q.limit + 1],
+    'campaign_list',
   );
   let total = 0;
   if (!after) {
-    const [count] = await preparedQuery<{ n: number }>(
-      em,
-      'campaign_count',
+    const [count] = await sql(em).query<{ n: number }>(
       `select count(*)::int as n from campaigns where project_id = $1 and ($2::text is null or status = $2::text) and ($3::text is null or name ilike $3::text)`,
       [projectId, status, search],
+      'campaign_count',
     );
     total = count!.n;
   }
@@ -306,11 +301,10 @@ export async function listCampaigns(em: EntityManager, control: CampaignSendCont
  * that starts meanwhile wins. Its stats go with it; the emails it sent stay (`emails.campaign_id` has no foreign key).
  */
 export async function deleteCampaign(em: EntityManager, projectId: string, id: string): Promise<void> {
-  const [gone] = await preparedQuery(
-    em,
-    'campaign_delete',
+  const [gone] = await sql(em).query(
     'delete from campaigns where id = $1 and project_id = $2 and status <> all($3::text[]) returning id',
     [id, projectId, ACTIVE_CAMPAIGN_STATUSES],
+    'campaign_delete',
   );
   if (gone) return;
   const now = await campaignRow(em, projectId, id);
@@ -320,9 +314,7 @@ export async function deleteCampaign(em: EntityManager, projectId: string, id: s
 
 /** A new DRAFT "<name> (copy)" with the same content, audience and settings: no schedule, no send state, no stats. */
 export async function duplicateCampaign(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
-  const [row] = await preparedQuery<CampaignRow>(
-    em,
-    'campaign_duplicate',
+  const [row] = await sql(em).query<CampaignRow>(
     `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
        audience_filter, track_opens, track_clicks)
      select $3, project_id, left(name, $4) || $5, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
@@ -330,6 +322,7 @@ export async function duplicateCampaign(em: EntityManager, projectId: string, id
      from campaigns where id = $1 and project_id = $2
      returning ${CAMPAIGN_SELECT}`,
     [id, projectId, uuidv7(), MAX_CAMPAIGN_NAME - COPY_SUFFIX.length, COPY_SUFFIX],
+    'campaign_duplicate',
   );
   if (!row) throw notFound('Campaign');
   return row;
@@ -352,11 +345,10 @@ export async function sendTestEmail(em: EntityManager, intake: EmailIntake, proj
   await billing?.assertEmails(em, projectId, 1);
 
   const email = normalizeEmail(to);
-  const [contact] = await preparedQuery<{ id: string; email: string; data: ContactData }>(
-    em,
-    'campaign_test_contact',
+  const [contact] = await sql(em).query<{ id: string; email: string; data: ContactData }>(
     'select id, email, data from contacts where project_id = $1 and email = $2',
     [projectId, email],
+    'campaign_test_contact',
   );
   const message = await prepareMessage({
     ...resolved,

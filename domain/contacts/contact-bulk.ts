@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7 } from '../ids';
-import { markJobRunning, withTransaction, type JobRow } from '../jobs/job.service';
+import { markJobRunning, type JobRow } from '../jobs/job.service';
+import { sql, transaction } from '../db/sql';
+import { eventDataSql, insertEventsSql } from '../events/event-writer';
 
 /**
  * Subscribe or unsubscribe the job's contacts in one statement: only contacts of the job's project are touched (other
@@ -22,8 +24,7 @@ upd as (
 ),
 numbered as (select id, row_number() over (order by id) as n from upd),
 ev as (
-  insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select ($4::uuid[])[n], $1, id, $5::text, '{"via":"bulk"}'::jsonb, 'SYSTEM', now() from numbered
+  ${insertEventsSql({ id: '($4::uuid[])[n]', projectId: '$1', contactId: 'id', name: '$5::text', data: eventDataSql('contact.subscribed', { via: `'bulk'` }), source: 'SYSTEM' }, 'from numbered')}
 )
 select (select count(*) from ids)::int as total, (select count(*) from upd)::int as changed`;
 
@@ -42,7 +43,7 @@ select (select count(*) from ids)::int as total, (select count(*) from del)::int
 export async function runBulkJob(em: EntityManager, jobId: string): Promise<void> {
   const job = await markJobRunning(em, jobId);
   if (!job) return;
-  const [row] = await em.execute<{ contactIds: string[] }[]>('select contact_ids as "contactIds" from jobs where id = ?', [jobId]);
+  const row = await sql(em).one<{ contactIds: string[] }>('select contact_ids as "contactIds" from jobs where id = $1', [jobId]);
   const ids = row?.contactIds ?? [];
   await applyBulkJob(em, job, ids).catch((err: unknown) => {
     if (err instanceof BulkJobEnded) return;
@@ -54,26 +55,26 @@ class BulkJobEnded extends Error {}
 
 async function applyBulkJob(em: EntityManager, job: JobRow, ids: string[]): Promise<void> {
   const jobId = job.id;
-  return withTransaction(em, async (c) => {
-    const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, 0, $2) on conflict do nothing', [jobId, ids.length]);
-    if (claimed.rowCount === 0) return;
+  return transaction(em, async (tx) => {
+    const claimed = await tx.run('insert into job_chunks (job_id, chunk, rows) values ($1, 0, $2) on conflict do nothing', [jobId, ids.length]);
+    if (claimed === 0) return;
     const res =
       job.type === 'BULK_DELETE'
-        ? await c.query<{ total: number; changed: number }>(BULK_DELETE_SQL, [job.projectId, ids])
-        : await c.query<{ total: number; changed: number }>(BULK_SUBSCRIPTION_SQL, [
+        ? await tx.one<{ total: number; changed: number }>(BULK_DELETE_SQL, [job.projectId, ids])
+        : await tx.one<{ total: number; changed: number }>(BULK_SUBSCRIPTION_SQL, [
             job.projectId,
             ids,
             job.type === 'BULK_SUBSCRIBE',
             ids.map(() => uuidv7()),
             job.type === 'BULK_SUBSCRIBE' ? 'contact.subscribed' : 'contact.unsubscribed',
           ]);
-    const r = res.rows[0]!;
-    const completed = await c.query(
+    const r = res!;
+    const completed = await tx.run(
       `update jobs set total = $2::int, processed = $2::int, changed = $3::int, skipped = $2::int - $3::int, status = 'COMPLETED', finished_at = now()
        where id = $1 and status = 'RUNNING'`,
       [jobId, r.total, r.changed],
     );
     // Cancelled (or failed) while this ran: roll the change back, the job stays as it ended.
-    if (completed.rowCount === 0) throw new BulkJobEnded();
+    if (completed === 0) throw new BulkJobEnded();
   });
 }

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { AppError, validationError } from '../errors';
 import { RESERVED_DATA_KEYS } from './contact-data';
 import { alternatives } from '../text';
@@ -31,12 +32,12 @@ const ISO_DATE = String.raw`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(
 
 /** Standard and custom fields with inferred types and coverage (a full pass over the project's contact data). */
 export async function listFields(em: EntityManager, projectId: string): Promise<FieldInfo[]> {
-  const [count] = await em.execute<{ n: string }[]>('select count(*) as n from contacts where project_id = ?', [projectId]);
+  const [count] = await sql(em).query<{ n: string }>('select count(*) as n from contacts where project_id = $1', [projectId]);
   const total = Number(count!.n);
-  const rows = await em.execute<{ key: string; kind: string; n: string }[]>(
-    `select e.key, case when jsonb_typeof(e.value) = 'string' and (e.value #>> '{}') ~ ? then 'date'
+  const rows = await sql(em).query<{ key: string; kind: string; n: string }>(
+    `select e.key, case when jsonb_typeof(e.value) = 'string' and (e.value #>> '{}') ~ $1 then 'date'
                         else jsonb_typeof(e.value) end as kind, count(*) as n
-     from contacts c, jsonb_each(c.data) e where c.project_id = ? group by 1, 2`,
+     from contacts c, jsonb_each(c.data) e where c.project_id = $2 group by 1, 2`,
     [ISO_DATE, projectId],
   );
   const custom = new Map<string, Partial<Record<FieldType, number>>>();
@@ -84,16 +85,16 @@ export async function fieldValues(
   page: { limit: number; offset: number },
 ): Promise<{ data: { value: unknown; count: number }[]; hasMore: boolean; total: number }> {
   const name = customFieldName(field);
-  const rows = await em.execute<{ value: unknown; count: string }[]>(
-    `select data -> ? as value, count(*) as count from contacts
-     where project_id = ? and jsonb_exists(data, ?) and jsonb_typeof(data -> ?) <> 'null'
-     group by 1 order by 2 desc, 1 limit ? offset ?`,
+  const rows = await sql(em).query<{ value: unknown; count: string }>(
+    `select data -> $1 as value, count(*) as count from contacts
+     where project_id = $2 and jsonb_exists(data, $3) and jsonb_typeof(data -> $4) <> 'null'
+     group by 1 order by 2 desc, 1 limit $5 offset $6`,
     [name, projectId, name, name, page.limit + 1, page.offset],
   );
   let total = 0;
   if (page.offset === 0) {
-    const [c] = await em.execute<{ n: string }[]>(
-      `select count(distinct data -> ?) as n from contacts where project_id = ? and jsonb_exists(data, ?)`,
+    const [c] = await sql(em).query<{ n: string }>(
+      `select count(distinct data -> $1) as n from contacts where project_id = $2 and jsonb_exists(data, $3)`,
       [name, projectId, name],
     );
     total = Number(c!.n);
@@ -105,8 +106,8 @@ export async function fieldValues(
 /** Removes a custom field from every contact of the project in one statement. */
 export async function deleteField(em: EntityManager, projectId: string, field: string): Promise<{ field: string; contactsUpdated: number }> {
   const name = customFieldName(field);
-  const [row] = await em.execute<{ n: string }[]>(
-    `with changed as (update contacts set data = data - ?, updated_at = now() where project_id = ? and jsonb_exists(data, ?) returning 1)
+  const [row] = await sql(em).query<{ n: string }>(
+    `with changed as (update contacts set data = data - $1, updated_at = now() where project_id = $2 and jsonb_exists(data, $3) returning 1)
      select count(*) as n from changed`,
     [name, projectId, name],
   );

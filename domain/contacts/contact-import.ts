@@ -1,8 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { PoolClient } from 'pg';
 import { uuidv7s } from '../ids';
 import { capsInForce, type BillingConfig } from '../billing/billing.service';
-import { finishJob, markJobRunning, withTransaction, type JobRow, type RowError } from '../jobs/job.service';
+import { finishJob, markJobRunning, type JobRow, type RowError } from '../jobs/job.service';
+import { sql, transaction, type Sql } from '../db/sql';
+import { SUBSCRIPTION_EVENT_NAME_SQL, eventDataSql, insertEventsSql } from '../events/event-writer';
 import { countContacts } from './contact-counts';
 import { byteOffset, CsvRejected, csvText, MAX_STORED_ROW_ERRORS, readLayout, rowData, rowHead, scanRecords, type CsvLayout, type CsvText, type RowHead } from './contact-import-csv';
 import type { ContactData } from './contact.entity';
@@ -57,10 +58,10 @@ updated as (
   returning c.id
 ),
 sub_event as (
-  insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select l.event_id, $1, l.id, case when l.new_subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
-         '{"via":"import"}'::jsonb, 'SYSTEM', now()
-  from locked l where l.new_subscribed <> l.old_subscribed
+  ${insertEventsSql(
+    { id: 'l.event_id', projectId: '$1', contactId: 'l.id', name: SUBSCRIPTION_EVENT_NAME_SQL('l.new_subscribed'), data: eventDataSql('contact.subscribed', { via: `'import'` }), source: 'SYSTEM' },
+    'from locked l where l.new_subscribed <> l.old_subscribed',
+  )}
 ),
 counts as (select (select count(*) from inserted)::int as created, (select count(*) from locked)::int as updated, (select count(*) from input)::int as given)
 select created, updated,
@@ -87,7 +88,7 @@ interface Upsert {
 
 const FIND_BY_EMAIL_SQL = 'select id, email from contacts where project_id = $1 and email = any($2::text[])';
 
-async function upsertBatch(c: PoolClient, projectId: string, defaultSubscribed: boolean, rows: Upsert[]): Promise<{ created: number; updated: number }> {
+async function upsertBatch(tx: Sql, projectId: string, defaultSubscribed: boolean, rows: Upsert[]): Promise<{ created: number; updated: number }> {
   let pending = rows;
   const total = { created: 0, updated: 0 };
   for (let attempt = 0; pending.length > 0; attempt++) {
@@ -105,13 +106,13 @@ async function upsertBatch(c: PoolClient, projectId: string, defaultSubscribed: 
     }));
     // An unnamed statement: planned for each chunk with the table's current size (a plan cached while the table was
     // small would keep scanning it once it is large).
-    const { rows: [r] } = await c.query<BatchResult>(IMPORT_BATCH_SQL, [projectId, JSON.stringify(input), defaultSubscribed]);
+    const r = await tx.one<BatchResult>(IMPORT_BATCH_SQL, [projectId, JSON.stringify(input), defaultSubscribed]);
     total.created += r!.created;
     total.updated += r!.updated;
     if (r!.missed.length === 0) break;
     // Someone else created, deleted or re-addressed these contacts since the lookup: find them again (a few rows).
     const missed = new Set(r!.missed);
-    const { rows: found } = await c.query<{ id: string; email: string }>(FIND_BY_EMAIL_SQL, [projectId, r!.missed]);
+    const found = await tx.query<{ id: string; email: string }>(FIND_BY_EMAIL_SQL, [projectId, r!.missed]);
     const byEmail = new Map(found.map((f) => [f.email, f.id]));
     pending = pending.filter((p) => missed.has(p.email)).map((p) => ({ ...p, contactId: byEmail.get(p.email) }));
   }
@@ -126,14 +127,14 @@ async function upsertBatch(c: PoolClient, projectId: string, defaultSubscribed: 
  */
 async function findExisting(em: EntityManager, projectId: string, projectSize: number, emails: string[]): Promise<Map<string, string>> {
   if (emails.length === 0 || projectSize === 0) return new Map();
-  return withTransaction(em, async (c) => {
+  return transaction(em, async (tx) => {
     const found = new Map<string, string>();
     if (projectSize > 2 * emails.length) {
-      for (const r of (await c.query<{ id: string; email: string }>(FIND_BY_EMAIL_SQL, [projectId, emails])).rows) found.set(r.email, r.id);
+      for (const r of await tx.query<{ id: string; email: string }>(FIND_BY_EMAIL_SQL, [projectId, emails])) found.set(r.email, r.id);
       return found;
     }
     const wanted = new Set(emails);
-    const { rows } = await c.query<{ id: string; email: string }>('select id, email from contacts where project_id = $1', [projectId]);
+    const rows = await tx.query<{ id: string; email: string }>('select id, email from contacts where project_id = $1', [projectId]);
     for (const r of rows) if (wanted.has(r.email)) found.set(r.email, r.id);
     return found;
   });
@@ -195,16 +196,16 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
   );
   if (i !== to) throw new Error(`Chunk ${chunk} of job ${job.id} has ${i - from} records, ${to - from} expected`);
   try {
-    return await withTransaction(
+    return await transaction(
       em,
-      async (c) => {
-        const claimed = await c.query('insert into job_chunks (job_id, chunk, rows) values ($1, $2, $3) on conflict do nothing', [job.id, chunk, to - from]);
-        if (claimed.rowCount === 0) return 'taken' as const;
-        if (plan.contactsCap !== null) upserts = await keepWithinContactsCap(em, c, job.projectId, plan.contactsCap, upserts, errors);
-        const r = upserts.length > 0 ? await upsertBatch(c, job.projectId, job.options.subscribed ?? true, upserts) : { created: 0, updated: 0 };
+      async (tx) => {
+        const claimed = await tx.run('insert into job_chunks (job_id, chunk, rows) values ($1, $2, $3) on conflict do nothing', [job.id, chunk, to - from]);
+        if (claimed === 0) return 'taken' as const;
+        if (plan.contactsCap !== null) upserts = await keepWithinContactsCap(em, tx, job.projectId, plan.contactsCap, upserts, errors);
+        const r = upserts.length > 0 ? await upsertBatch(tx, job.projectId, job.options.subscribed ?? true, upserts) : { created: 0, updated: 0 };
         // Chunks commit in any order: the stored errors are the lowest lines seen so far, so in the end the file's first
         // ones; the position columns say how far the import has reached.
-        const updated = await c.query(
+        const updated = await tx.run(
           `update jobs set processed = processed + $2, created = created + $3, updated = updated + $4, skipped = skipped + $5, failed = failed + $6,
              errors = case when $7::jsonb = '[]'::jsonb then errors else
                (select coalesce(jsonb_agg(e order by (e->>'line')::int), '[]'::jsonb)
@@ -214,7 +215,7 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
           [job.id, to - from, r.created, r.updated, skipped, errors.length, JSON.stringify(errors), MAX_STORED_ROW_ERRORS, plan.chunkEnds[chunk], plan.endLines[to - 1], chunk],
         );
         // Cancelled or failed meanwhile: roll the chunk back, so nothing lands after the job ended.
-        if (updated.rowCount === 0) throw new JobEnded();
+        if (updated === 0) throw new JobEnded();
         return 'committed' as const;
       },
       // A chunk lost in a database crash is simply imported again (its job_chunks row goes with it), so waiting for
@@ -232,9 +233,9 @@ async function commitChunk(em: EntityManager, plan: ImportPlan, chunk: number): 
  * errors (the rows before them are created; updates of existing contacts always go through). Chunks of the project
  * count one at a time here (a transaction-scoped advisory lock), so concurrent writers cannot pass the cap together.
  */
-async function keepWithinContactsCap(em: EntityManager, c: PoolClient, projectId: string, cap: number, upserts: Upsert[], errors: RowError[]): Promise<Upsert[]> {
+async function keepWithinContactsCap(em: EntityManager, tx: Sql, projectId: string, cap: number, upserts: Upsert[], errors: RowError[]): Promise<Upsert[]> {
   if (!upserts.some((u) => !u.contactId)) return upserts;
-  await c.query(`select pg_advisory_xact_lock(hashtext('contacts-cap:' || $1))`, [projectId]);
+  await tx.run(`select pg_advisory_xact_lock(hashtext('contacts-cap:' || $1))`, [projectId]);
   // Read after the lock: every chunk that held it before has committed, so its contacts are counted.
   let room = Math.max(cap - (await countContacts(em, projectId)), 0);
   return upserts.filter((u) => {
@@ -245,7 +246,7 @@ async function keepWithinContactsCap(em: EntityManager, c: PoolClient, projectId
 }
 
 async function loadFile(em: EntityManager, jobId: string): Promise<Buffer> {
-  const rows = await em.execute<{ content: Buffer }[]>('select content from contact_import_files where job_id = ?', [jobId]);
+  const rows = await sql(em).query<{ content: Buffer }>('select content from contact_import_files where job_id = $1', [jobId]);
   if (!rows[0]) throw new CsvRejected('The uploaded file is gone');
   return rows[0].content;
 }
@@ -266,7 +267,7 @@ export async function startImport(em: EntityManager, jobId: string): Promise<{ r
 async function planImport(em: EntityManager, job: JobRow, billing: BillingConfig): Promise<{ plan: ImportPlan; pending: number[] } | null> {
   const [file, committed, projectSize, caps] = await Promise.all([
     loadFile(em, job.id),
-    em.execute<{ chunk: number }[]>('select chunk from job_chunks where job_id = ?', [job.id]),
+    sql(em).query<{ chunk: number }>('select chunk from job_chunks where job_id = $1', [job.id]),
     countContacts(em, job.projectId),
     capsInForce(em, billing, job.projectId),
   ]);

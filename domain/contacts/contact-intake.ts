@@ -3,7 +3,8 @@ import { splitContactData, type DataChanges } from './contact-data';
 import { normalizeEmail } from './email-address';
 import { upsertContact, type UpsertInput, type UpsertResult } from './contact.repository';
 import type { ContactData } from './contact.entity';
-import { preparedQuery } from '../prepared';
+import { sql } from '../db/sql';
+import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql } from '../events/event-writer';
 import { uuidv7 } from '../ids';
 import { ProjectBatcher } from '../project-batcher';
 import { logger } from '../logger';
@@ -74,12 +75,11 @@ updated as (
   returning c.id, c.created_at, c.updated_at
 ),
 sub_event as (
-  insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select i.sub_event_id, $1, ch.id, case when ch.new_subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
-         i.sub_event_data, 'SYSTEM', now()
-  from changes ch join input i on i.email = ch.email
-  where ch.new_subscribed <> ch.old_subscribed
-  returning id, contact_id, created_at
+  ${insertEventsSql(
+    { id: 'i.sub_event_id', projectId: '$1', contactId: 'ch.id', name: SUBSCRIPTION_EVENT_NAME_SQL('ch.new_subscribed'), data: 'i.sub_event_data', source: 'SYSTEM' },
+    'from changes ch join input i on i.email = ch.email where ch.new_subscribed <> ch.old_subscribed',
+    'id, contact_id, created_at',
+  )}
 ),
 contact as (
   select id, email, subscribed, data, created_at, updated_at, 'inserted' as outcome from inserted
@@ -89,11 +89,11 @@ contact as (
   from changes ch join contacts c on c.id = ch.id left join updated u on u.id = ch.id
 ),
 tracked as (
-  insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select i.track_id, $1, c.id, i.track_name, i.track_data, 'TRACKED', now()
-  from input i join contact c on c.email = i.email
-  where i.track_name is not null
-  returning id, contact_id, created_at
+  ${insertEventsSql(
+    { id: 'i.track_id', projectId: '$1', contactId: 'c.id', name: 'i.track_name', data: 'i.track_data', source: 'TRACKED' },
+    'from input i join contact c on c.email = i.email where i.track_name is not null',
+    'id, contact_id, created_at',
+  )}
 )
 select i.email, c.id as "contactId", c.subscribed, c.data, c.created_at as "createdAt", c.updated_at as "updatedAt", c.outcome,
        t.id as "eventId", t.created_at as "eventAt", s.id as "subEventId", s.created_at as "subEventAt"
@@ -222,7 +222,7 @@ export class ContactIntake {
   }
 
   private writeBatch(em: ReturnType<MikroORM['em']['fork']>, projectId: string, items: Item[]): Promise<BatchRow[]> {
-    return preparedQuery<BatchRow>(em, 'mailwright_contact_batch', BATCH_SQL, [
+    return sql(em).query<BatchRow>(BATCH_SQL, [
       projectId,
       items.map((i) => i.email),
       items.map((i) => JSON.stringify(i.setData)),
@@ -235,7 +235,7 @@ export class ContactIntake {
       items.map((i) => i.input.track?.name ?? null),
       items.map((i) => i.ids.track),
       items.map((i) => JSON.stringify(i.input.track?.data ?? {})),
-    ]);
+    ], 'mailwright_contact_batch');
   }
 
   private async upsertAlone(em: ReturnType<MikroORM['em']['fork']>, item: Item): Promise<void> {

@@ -3,8 +3,8 @@ import type { ContactData } from './contact.entity';
 import { splitContactData } from './contact-data';
 import { normalizeEmail } from './email-address';
 import { uuidv7 } from '../ids';
-import type { RecordedEvent } from '../events/event.service';
-import { preparedQuery } from '../prepared';
+import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql, type RecordedEvent, type SystemEventData } from '../events/event-writer';
+import { sql } from '../db/sql';
 
 export interface ContactRow {
   id: string;
@@ -64,19 +64,14 @@ updated as (
   returning c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
 ),
 sub_event as (
-  insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select i.sub_event_id, i.project_id, u.id, case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
-         i.sub_event_data, 'SYSTEM', now()
-  from updated u join locked l on l.id = u.id, input i
-  where u.subscribed <> l.subscribed
-  returning id, created_at
+  ${insertEventsSql({ id: 'i.sub_event_id', projectId: 'i.project_id', contactId: 'u.id', name: SUBSCRIPTION_EVENT_NAME_SQL('u.subscribed'), data: 'i.sub_event_data', source: 'SYSTEM' }, 'from updated u join locked l on l.id = u.id, input i where u.subscribed <> l.subscribed', 'id, created_at')}
 ),
 tracked as (
-  insert into events (id, project_id, contact_id, name, data, source, created_at)
-  select i.track_id, i.project_id, c.id, i.track_name, i.track_data, 'TRACKED', now()
-  from (select id from inserted union all select id from locked) c, input i
-  where i.track_name is not null
-  returning id, created_at
+  ${insertEventsSql(
+    { id: 'i.track_id', projectId: 'i.project_id', contactId: 'c.id', name: 'i.track_name', data: 'i.track_data', source: 'TRACKED' },
+    'from (select id from inserted union all select id from locked) c, input i where i.track_name is not null',
+    'id, created_at',
+  )}
 ),
 result as (
   select 'inserted' as outcome, id, email, subscribed, data, created_at, updated_at from inserted
@@ -106,7 +101,7 @@ export interface UpsertInput {
   /** Subscription of a new contact when `subscribed` is not given. */
   defaultSubscribed: boolean;
   /** Where the change came from, recorded on contact.subscribed / contact.unsubscribed (e.g. `{ via: 'send' }`). */
-  source: Record<string, unknown>;
+  source: SystemEventData['contact.subscribed'];
   /** A tracked event to record for the contact in the same statement. */
   track?: { name: string; data: Record<string, unknown> };
 }
@@ -119,7 +114,7 @@ export async function upsertContact(em: EntityManager, input: UpsertInput): Prom
   const email = normalizeEmail(input.email);
   const changes = splitContactData(input.data);
   for (let attempt = 0; attempt < 3; attempt++) {
-    const [row] = await preparedQuery<UpsertRow>(em, 'mailwright_upsert_contact', UPSERT_SQL, [
+    const row = await sql(em).one<UpsertRow>(UPSERT_SQL, [
       input.projectId,
       email,
       JSON.stringify(changes.set),
@@ -132,7 +127,7 @@ export async function upsertContact(em: EntityManager, input: UpsertInput): Prom
       input.track?.name ?? null,
       uuidv7(),
       JSON.stringify(input.track?.data ?? {}),
-    ]);
+    ], 'mailwright_upsert_contact');
     if (!row) continue; // another transaction inserted this email between our lock and our insert: run again
     const { outcome, subEventId, subEventAt, trackedId, trackedAt, ...contact } = row;
     const base = { projectId: input.projectId, contactId: contact.id };

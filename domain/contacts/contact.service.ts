@@ -1,4 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
+import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql, type SystemEventData } from '../events/event-writer';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { ContactData } from './contact.entity';
 import { upsertContact, type ContactRow, type UpsertResult } from './contact.repository';
@@ -21,7 +23,7 @@ export async function createOrUpdateContact(
 }
 
 export async function getContact(em: EntityManager, projectId: string, id: string): Promise<ContactRow> {
-  const [row] = await em.execute<ContactRow[]>(`select ${COLUMNS} from contacts where project_id = ? and id = ?`, [projectId, id]);
+  const [row] = await sql(em).query<ContactRow>(`select ${COLUMNS} from contacts where project_id = $1 and id = $2`, [projectId, id]);
   if (!row) throw notFound('Contact');
   return row;
 }
@@ -38,17 +40,21 @@ export async function updateContact(
   patch: { email?: string; subscribed?: boolean; data?: ContactData },
 ): Promise<ContactRow> {
   const changes = splitContactData(patch.data);
-  const source = { via: 'api' };
+  const source: SystemEventData['contact.subscribed'] = { via: 'api' };
+  // The strength of the UPDATE itself, as the intake's batches lock (contact-intake.ts): FOR NO KEY UPDATE does not
+  // wait on the FOR KEY SHARE locks of rows that refer to the contact; a new email changes a key, so FOR UPDATE then.
+  const lockStrength = patch.email === undefined ? 'no key update' : 'update';
   let rows: ContactRow[];
   try {
-    rows = await em.execute(
+    rows = await sql(em).query(
       `with input as (
-         select ?::uuid as project_id, ?::uuid as id, ?::text as new_email, ?::jsonb as set_data,
-                array(select jsonb_array_elements_text(?::jsonb)) as unset_keys, ?::boolean as subscribed,
-                ?::uuid as sub_event_id, ?::jsonb as sub_event_data
+         select $1::uuid as project_id, $2::uuid as id, $3::text as new_email, $4::jsonb as set_data,
+                array(select jsonb_array_elements_text($5::jsonb)) as unset_keys, $6::boolean as subscribed,
+                $7::uuid as sub_event_id, $8::jsonb as sub_event_data
        ),
        locked as (
-         select c.id, c.email, c.subscribed, c.data from contacts c join input i on c.project_id = i.project_id and c.id = i.id for update of c
+         select c.id, c.email, c.subscribed, c.data from contacts c join input i on c.project_id = i.project_id and c.id = i.id
+         for ${lockStrength} of c
        ),
        updated as (
          update contacts c
@@ -60,10 +66,10 @@ export async function updateContact(
          returning c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
        ),
        sub_event as (
-         insert into events (id, project_id, contact_id, name, data, source, created_at)
-         select i.sub_event_id, i.project_id, u.id, case when u.subscribed then 'contact.subscribed' else 'contact.unsubscribed' end,
-                i.sub_event_data, 'SYSTEM', now()
-         from updated u join locked l on l.id = u.id, input i where u.subscribed <> l.subscribed
+         ${insertEventsSql(
+           { id: 'i.sub_event_id', projectId: 'i.project_id', contactId: 'u.id', name: SUBSCRIPTION_EVENT_NAME_SQL('u.subscribed'), data: 'i.sub_event_data', source: 'SYSTEM' },
+           'from updated u join locked l on l.id = u.id, input i where u.subscribed <> l.subscribed',
+         )}
        )
        select c.id, c.email, c.subscribed, c.data, c.created_at as "createdAt", c.updated_at as "updatedAt"
        from (select * from updated union all
@@ -93,7 +99,7 @@ export async function updateContact(
 
 /** Deletes the contact and its events. */
 export async function deleteContact(em: EntityManager, projectId: string, id: string): Promise<void> {
-  const rows = await em.execute<{ id: string }[]>('delete from contacts where project_id = ? and id = ? returning id', [projectId, id]);
+  const rows = await sql(em).query<{ id: string }>('delete from contacts where project_id = $1 and id = $2 returning id', [projectId, id]);
   if (rows.length === 0) throw notFound('Contact');
 }
 
@@ -107,25 +113,18 @@ export interface ContactListQuery {
 /** Newest first, by id (UUIDv7). `total` is counted on the first page only. */
 export async function listContacts(em: EntityManager, projectId: string, q: ContactListQuery): Promise<CursorPage<ContactRow>> {
   const after = decodeCursor(q.cursor);
-  const where = ['project_id = ?'];
   const params: unknown[] = [projectId];
-  if (q.subscribed !== undefined) {
-    where.push('subscribed = ?');
-    params.push(q.subscribed);
-  }
-  if (q.search) {
-    where.push(`email like ? escape '\\'`);
-    params.push(`%${likeEscape(q.search.trim().toLowerCase())}%`);
-  }
+  const where = ['project_id = $1'];
+  if (q.subscribed !== undefined) where.push(`subscribed = $${params.push(q.subscribed)}`);
+  if (q.search) where.push(`email like $${params.push(`%${likeEscape(q.search.trim().toLowerCase())}%`)} escape '\\'`);
   const filter = where.join(' and ');
-  const rows = await em.execute<ContactRow[]>(
-    `select ${COLUMNS} from contacts where ${filter}${after ? ' and id < ?' : ''} order by id desc limit ?`,
-    [...params, ...(after ? [after] : []), q.limit + 1],
-  );
+  const page = [...params];
+  const before = after ? ` and id < $${page.push(after)}` : '';
+  const rows = await sql(em).query<ContactRow>(`select ${COLUMNS} from contacts where ${filter}${before} order by id desc limit $${page.push(q.limit + 1)}`, page);
   let total = 0;
   if (!after) {
     if (q.search) {
-      const [count] = await em.execute<{ n: string }[]>(`select count(*) as n from contacts where ${filter}`, params);
+      const [count] = await sql(em).query<{ n: string }>(`select count(*) as n from contacts where ${filter}`, params);
       total = Number(count!.n);
     } else {
       total = await countContacts(em, projectId, q.subscribed);
@@ -141,8 +140,8 @@ export async function lookupContacts(
   emails: string[],
 ): Promise<{ email: string; exists: boolean; id: string | null }[]> {
   const normalized = emails.map(normalizeEmail);
-  const rows = await em.execute<{ id: string; email: string }[]>(
-    `select id, email from contacts where project_id = ? and email = any(array(select jsonb_array_elements_text(?::jsonb)))`,
+  const rows = await sql(em).query<{ id: string; email: string }>(
+    `select id, email from contacts where project_id = $1 and email = any(array(select jsonb_array_elements_text($2::jsonb)))`,
     [projectId, JSON.stringify([...new Set(normalized)])],
   );
   const byEmail = new Map(rows.map((r) => [r.email, r.id]));

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { PostgreSqlExceptionConverter, type EntityManager } from '@mikro-orm/postgresql';
 import pg, { type Client, type Pool, type PoolClient, type QueryResultRow } from 'pg';
 
 /**
@@ -21,6 +21,12 @@ import pg, { type Client, type Pool, type PoolClient, type QueryResultRow } from
 
 const TIMESTAMP_OIDS = [1114, 1184] as const;
 const TEXT_OIDS = [1082 /* date */, 1186 /* interval */] as const;
+
+/**
+ * Postgres' refusals become the ORM's exception classes (UniqueConstraintViolationException for 23505, ...), as its
+ * own queries throw them, keeping the driver's fields (`code` is the SQLSTATE): one error vocabulary for both.
+ */
+const converter = new PostgreSqlExceptionConverter();
 
 const types = new pg.TypeOverrides();
 for (const oid of TIMESTAMP_OIDS) types.setTypeParser(oid, (text: string) => new Date(pgTimestampToIso(text)));
@@ -123,8 +129,12 @@ export class Sql {
   private async result<T extends QueryResultRow>(text: string, values: readonly unknown[], name: string | undefined): Promise<pg.QueryResult<T>> {
     const config: pg.QueryConfig = { text, values: values as unknown[], types, ...(name ? { name } : {}) };
     const t = this.target;
-    if (t.kind === 'pg') return (t.runner as Pool).query<T>(config);
-    return this.withConnection((conn) => conn.query<T>(config));
+    try {
+      if (t.kind === 'pg') return await (t.runner as Pool).query<T>(config);
+      return await this.withConnection((conn) => conn.query<T>(config));
+    } catch (err) {
+      throw err instanceof pg.DatabaseError ? converter.convertException(err) : err;
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
 import { uuidv7 } from '../ids';
 
@@ -33,9 +34,9 @@ export interface StoredAttachment {
 /** Stores a send's attachments once (a missing content type comes from the file name's extension) (all its recipients' emails list the same ids); returns the ids in order. */
 export async function storeAttachments(em: EntityManager, projectId: string, attachments: DecodedAttachment[]): Promise<string[]> {
   const ids = attachments.map(() => uuidv7());
-  await em.execute(
+  await sql(em).query(
     `insert into email_attachments (id, project_id, filename, content_type, disposition, content_id, size, content)
-     values ${attachments.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+     values ${attachments.map((_, i) => `(${[1, 2, 3, 4, 5, 6, 7, 8].map((k) => `$${i * 8 + k}`).join(', ')})`).join(', ')}`,
     attachments.flatMap((a, i) => [ids[i], projectId, a.filename, a.contentType ?? detectMimeType(a.filename), a.disposition, a.contentId, a.content.length, a.content]),
   );
   return ids;
@@ -47,9 +48,9 @@ export async function storeAttachments(em: EntityManager, projectId: string, att
  * email could not be marked FAILED and the sweeper will restart it. Only the call's own emails can hold these ids.
  */
 export async function deleteUnsentAttachments(em: EntityManager, ids: string[], emailIds: string[]): Promise<void> {
-  await em.execute(
-    `delete from email_attachments where id = any(?::uuid[])
-     and not exists (select 1 from emails where id = any(?::uuid[]) and status <> 'FAILED')`,
+  await sql(em).query(
+    `delete from email_attachments where id = any($1::uuid[])
+     and not exists (select 1 from emails where id = any($2::uuid[]) and status <> 'FAILED')`,
     // As array literals: knex would spread a JS array into a list of placeholders.
     [`{${ids.join(',')}}`, `{${emailIds.join(',')}}`],
   );
@@ -58,9 +59,9 @@ export async function deleteUnsentAttachments(em: EntityManager, ids: string[], 
 /** Loads attachments by id (each once, however many emails of a batch carry it). */
 export async function loadAttachments(em: EntityManager, ids: string[]): Promise<Map<string, StoredAttachment>> {
   if (!ids.length) return new Map();
-  const rows = await em.execute<StoredAttachment[]>(
+  const rows = await sql(em).query<StoredAttachment>(
     `select id, filename, content_type as "contentType", disposition, content_id as "contentId", content
-     from email_attachments where id = any(?::uuid[])`,
+     from email_attachments where id = any($1::uuid[])`,
     // As an array literal: knex would spread a JS array into a list of placeholders.
     [`{${[...new Set(ids)].join(',')}}`],
   );

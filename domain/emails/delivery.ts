@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import type { Transporter } from 'nodemailer';
-import { insertEvents } from '../events/event.service';
+import { eventDataSql, insertEventsSql, recordEvents, sqlName } from '../events/event-writer';
 import { uuidv7 } from '../ids';
 import { emailDomain } from '../contacts/email-address';
 import { logger } from '../logger';
@@ -10,7 +11,6 @@ import { buildMime } from '../mail/mime';
 import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { sendMeasured } from '../mail/transport';
 import { emailOutcomes, type EmailOutcomeStatus, type EmailSource } from '../metrics';
-import { preparedQuery } from '../prepared';
 import { selectList } from '../db/rows';
 import { LruCache } from '../cache/lru';
 import type { EmailRow } from './email.entity';
@@ -95,9 +95,7 @@ export async function deliverBatch(
   opts: { secretBox: SecretBox; source?: EmailSource },
 ): Promise<DeliveryOutcome[]> {
   // Prepared (planned once per connection): delivery runs this for every batch.
-  const claimed = await preparedQuery<ClaimedEmail>(
-    em,
-    'delivery_claim',
+  const claimed = await sql(em).query<ClaimedEmail>(
     `with claimed as (
        update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
        where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
@@ -109,6 +107,7 @@ export async function deliverBatch(
      left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
        and d.name = rtrim(lower(substring(c."fromEmail" from '@([^@]*)$')), '.')`,
     [input.workflowId ?? null, input.emailIds],
+    'delivery_claim',
   );
   const byId = new Map(claimed.map((r) => [r.id, r]));
   // Marketing mail is checked against the subscription at the moment it would be sent, not when it was accepted.
@@ -178,67 +177,81 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
   const retry = outcomes.filter((o) => o.status === 'RETRY');
   const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
   if (sent.length) {
-    await preparedQuery(
-      em,
-      'delivery_record_sent',
+    await sql(em).query(
       `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
        upd as (
          update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
          from v where e.id = v.id
          returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
        )
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select event_id, project_id, contact_id, 'email.sent', jsonb_build_object('messageId', mid, 'response', resp), 'SYSTEM', id, now()
-       from upd where contact_id is not null`,
+       ${insertEventsSql(
+         {
+           id: 'event_id',
+           projectId: 'project_id',
+           contactId: 'contact_id',
+           name: sqlName('email.sent'),
+           data: eventDataSql('email.sent', { messageId: 'mid', response: 'resp' }),
+           source: 'SYSTEM',
+           emailId: 'id',
+         },
+         'from upd where contact_id is not null',
+       )}`,
       [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
+      'delivery_record_sent',
     );
   }
   if (rejected.length) {
-    await preparedQuery(
-      em,
-      'delivery_record_rejected',
+    await sql(em).query(
       `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
        upd as (
          update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
          from v where e.id = v.id
          returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
        )
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select event_id, project_id, contact_id, 'email.bounced', jsonb_build_object('response', resp, 'attempt', $4::int), 'SYSTEM', id, now()
-       from upd where contact_id is not null`,
+       ${insertEventsSql(
+         {
+           id: 'event_id',
+           projectId: 'project_id',
+           contactId: 'contact_id',
+           name: sqlName('email.bounced'),
+           data: eventDataSql('email.bounced', { source: `'smtp'`, bounceType: `'Permanent'`, response: 'resp', attempt: '$4::int' }),
+           source: 'SYSTEM',
+           emailId: 'id',
+         },
+         'from upd where contact_id is not null',
+       )}`,
       [rejected.map((o) => o.emailId), rejected.map((o) => o.response), rejected.map(() => uuidv7()), attempt],
+      'delivery_record_rejected',
     );
   }
   if (cancelled.length) {
-    await preparedQuery(
-      em,
-      'delivery_record_cancelled',
+    await sql(em).query(
       `update emails e set status = 'CANCELLED', error = v.reason, updated_at = now()
        from unnest($1::uuid[], $2::text[]) as v(id, reason) where e.id = v.id`,
       [cancelled.map((o) => o.emailId), cancelled.map((o) => o.reason)],
+      'delivery_record_cancelled',
     );
   }
   if (retry.length) {
-    await preparedQuery(
-      em,
-      'delivery_record_retry',
+    await sql(em).query(
       `update emails e set error = v.err, updated_at = now() from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id`,
       [retry.map((o) => o.emailId), retry.map((o) => o.error)],
+      'delivery_record_retry',
     );
   }
 }
 
 /** Marks emails FAILED once delivery has given up on them (retries exhausted). */
 export async function markEmailsFailed(em: EntityManager, emailIds: string[], reason: string, source: EmailSource = 'transactional'): Promise<void> {
-  const rows = await em.execute<{ id: string; projectId: string; contactId: string | null }[]>(
-    `update emails set status = 'FAILED', error = ?, updated_at = now()
-     where id in (${emailIds.map(() => '?').join(', ')}) and status in ('QUEUED', 'SENDING')
+  const rows = await sql(em).query<{ id: string; projectId: string; contactId: string | null }>(
+    `update emails set status = 'FAILED', error = $1, updated_at = now()
+     where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING')
      returning id, project_id as "projectId", contact_id as "contactId"`,
-    [reason, ...emailIds],
+    [reason, emailIds],
   );
   if (rows.length) emailOutcomes.inc({ source, status: 'failed' }, rows.length);
-  await insertEvents(
-    em,
+  await recordEvents(
+    sql(em),
     rows.filter((r) => r.contactId).map((r) => ({ projectId: r.projectId, contactId: r.contactId!, name: 'email.failed', data: { reason }, source: 'SYSTEM' as const, emailId: r.id })),
   );
 }
@@ -253,11 +266,11 @@ export async function findStrandedEmails(
   em: EntityManager,
   opts: { olderThanMs: number; limit: number },
 ): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {
-  const rows = await em.execute<{ projectId: string; workflowId: string | null; id: string }[]>(
+  const rows = await sql(em).query<{ projectId: string; workflowId: string | null; id: string }>(
     `select project_id as "projectId", workflow_id as "workflowId", id from emails
-     where status = 'QUEUED' and created_at < now() - make_interval(secs => ?) and campaign_id is null
+     where status = 'QUEUED' and created_at < now() - make_interval(secs => $1) and campaign_id is null
        and (workflow_id is null or workflow_id not like 'automation/%')
-     order by id limit ?`,
+     order by id limit $2`,
     [opts.olderThanMs / 1000, opts.limit],
   );
   const groups = new Map<string, { projectId: string; workflowId: string | null; emailIds: string[] }>();

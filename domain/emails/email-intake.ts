@@ -1,8 +1,8 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { persistThenStart } from '../workflow-start';
 import type { EmailRow } from './email.entity';
 import { ProjectBatcher } from '../project-batcher';
-import { preparedQuery } from '../prepared';
 
 /**
  * Stores accepted emails with one statement, under the delivery workflow's id. The id is stored with the emails, so
@@ -11,9 +11,7 @@ import { preparedQuery } from '../prepared';
  * batch carries every email's HTML and text, which the ORM's raw queries would inline into a new SQL text each time.
  */
 export async function insertEmails(em: EntityManager, projectId: string, workflowId: string, emails: NewEmail[]): Promise<void> {
-  await preparedQuery(
-    em,
-    'email_intake_insert',
+  await sql(em).query(
     `insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids, workflow_id)
      select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
        t.attachment_ids::uuid[], $2
@@ -28,6 +26,7 @@ export async function insertEmails(em: EntityManager, projectId: string, workflo
         (e) => e.replyTo, (e) => e.subject, (e) => e.html, (e) => e.text, (e) => JSON.stringify(e.headers), (e) => `{${e.attachmentIds.join(',')}}`,
       ]),
     ],
+    'email_intake_insert',
   );
 }
 
@@ -76,9 +75,9 @@ export class EmailIntake {
       persist: () => insertEmails(em, projectId, this.delivery.workflowIdFor(emails[0]!.id), emails),
       start: () => this.delivery.start({ projectId, emailIds }),
       compensate: (_, err) =>
-        em.execute(`update emails set status = 'FAILED', error = ?, updated_at = now() where id in (${emailIds.map(() => '?').join(', ')})`, [
+        sql(em).run(`update emails set status = 'FAILED', error = $1, updated_at = now() where id = any($2::uuid[])`, [
           `Could not be queued for delivery: ${(err as Error).message}`,
-          ...emailIds,
+          emailIds,
         ]),
       unavailable: 'Delivery is temporarily unavailable; nothing was sent. Retry the request.',
       log: { projectId, emails: emailIds.length },

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { notFound } from '../errors';
 import type { EmailRow } from './email.entity';
 import { selectList } from '../db/rows';
@@ -13,8 +14,8 @@ export type EmailRecord = Pick<EmailRow, (typeof RECORD_COLUMNS)[number]> & { at
 
 /** One email of the project; 404 for another project's. */
 export async function getEmail(em: EntityManager, projectId: string, id: string): Promise<EmailRecord> {
-  const [row] = await em.execute<EmailRecord[]>(
-    `select ${selectList<EmailRow>(RECORD_COLUMNS)}, cardinality(attachment_ids) as attachments from emails where id = ? and project_id = ?`,
+  const [row] = await sql(em).query<EmailRecord>(
+    `select ${selectList<EmailRow>(RECORD_COLUMNS)}, cardinality(attachment_ids) as attachments from emails where id = $1 and project_id = $2`,
     [id, projectId],
   );
   if (!row) throw notFound('Email');

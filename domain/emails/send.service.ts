@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import type { Address } from './email.entity';
 import type { ContactData } from '../contacts/contact.entity';
 import type { ContactIntake } from '../contacts/contact-intake';
@@ -142,6 +143,6 @@ function decodeAttachments(items: AttachmentInput[], limits: SendLimits): Decode
 /** Whether the emails of an accepted send were stored (the intake stores a call's emails with one statement: all or none). */
 export async function sendStored(em: EntityManager, emailIds: string[]): Promise<boolean> {
   if (!emailIds.length) return false;
-  const [row] = await em.execute<{ n: number }[]>(`select count(*)::int as n from emails where id = any(?::uuid[])`, [`{${emailIds.join(',')}}`]);
+  const [row] = await sql(em).query<{ n: number }>(`select count(*)::int as n from emails where id = any($1::uuid[])`, [`{${emailIds.join(',')}}`]);
   return (row?.n ?? 0) > 0;
 }

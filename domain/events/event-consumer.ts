@@ -1,4 +1,5 @@
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
+import type { Sql } from '../db/sql';
 
 /** An event as a consumer receives it from the outbox. */
 export interface OutboxEvent {
@@ -21,7 +22,7 @@ interface ConsumerContext {
    * For a `transactional` consumer: the round's own connection, inside its transaction (and a savepoint per call).
    * Writes made through it commit together with the outbox rows' removal, or not at all: exactly once.
    */
-  tx?: PoolClient;
+  tx?: Sql;
 }
 
 export interface RetryPolicy {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool, type PoolClient } from 'pg';
+import { onConnection, sql, type Sql } from '../db/sql';
 import { logger } from '../logger';
 import { outboxLag } from '../metrics';
 import type { EventConsumer, OutboxEvent, RetryPolicy } from './event-consumer';
@@ -191,14 +192,14 @@ export class EventDispatcher {
     const names = this.consumers.map((c) => c.name);
     // Each consumer's event names as one JSON value (null: every event): text[] cannot hold a null per row in unnest.
     const filters = this.consumers.map((c) => (c.eventNames ? JSON.stringify(c.eventNames) : null));
-    await this.pool.query(
+    await sql(this.pool).run(
       `insert into event_consumers (name, event_names)
        select n, case when f is null then null else array(select jsonb_array_elements_text(f::jsonb)) end
        from unnest($1::text[], $2::text[]) as t(n, f)
        on conflict (name) do update set event_names = excluded.event_names`,
       [names, filters],
     );
-    const { rows } = await this.pool.query<{ consumer: string; n: string }>(
+    const rows = await sql(this.pool).query<{ consumer: string; n: string }>(
       `select o.consumer, count(*)::text as n from event_outbox o where o.consumer <> all($1::text[]) group by 1`,
       [names],
     );
@@ -212,19 +213,19 @@ export class EventDispatcher {
    * timeout, as /metrics reads it at every scrape and a large backlog makes the count slow.
    */
   async backlog(): Promise<{ consumer: string; pending: number; parked: number }[]> {
-    const client = await this.pool.connect();
-    try {
-      await client.query(`begin read only; set local statement_timeout = '${BACKLOG_TIMEOUT_MS}ms'`);
-      const { rows } = await client.query<{ consumer: string; pending: number; parked: number }>(
-        `select c.name as consumer, count(o.seq) filter (where o.parked_at is null)::int as pending, count(o.seq) filter (where o.parked_at is not null)::int as parked
-         from unnest($1::text[]) as c(name) left join event_outbox o on o.consumer = c.name group by c.name`,
-        [this.consumers.map((c) => c.name)],
-      );
-      return rows;
-    } finally {
-      await client.query('rollback').catch(() => undefined);
-      client.release();
-    }
+    return sql(this.pool).withConnection(async (conn) => {
+      const db = onConnection(conn, true);
+      try {
+        await db.run(`begin read only; set local statement_timeout = '${BACKLOG_TIMEOUT_MS}ms'`);
+        return await db.query<{ consumer: string; pending: number; parked: number }>(
+          `select c.name as consumer, count(o.seq) filter (where o.parked_at is null)::int as pending, count(o.seq) filter (where o.parked_at is not null)::int as parked
+           from unnest($1::text[]) as c(name) left join event_outbox o on o.consumer = c.name group by c.name`,
+          [this.consumers.map((c) => c.name)],
+        );
+      } finally {
+        await db.run('rollback').catch(() => undefined);
+      }
+    });
   }
 
   /** Stops waking up, waits for the round in progress, closes the connections. */
@@ -287,21 +288,22 @@ export class EventDispatcher {
 
   private async round(consumer: EventConsumer, policy: RetryPolicy, shards: number[]): Promise<Round> {
     const client = await this.pool.connect();
+    const db = onConnection(client, true);
     let open = false;
     try {
       // A round lost in a database crash only means its events come again (at least once): no WAL flush to wait for.
       // A worker that vanished mid-round without closing its connection (a network partition) must not hold its
       // shards for long: the server ends a session idle in the transaction for longer than any consumer call may take.
-      await client.query(`begin; set local synchronous_commit = off; set local idle_in_transaction_session_timeout = '${IDLE_IN_ROUND_TIMEOUT_MS}ms'`);
+      await db.run(`begin; set local synchronous_commit = off; set local idle_in_transaction_session_timeout = '${IDLE_IN_ROUND_TIMEOUT_MS}ms'`);
       open = true;
-      const locked = (await client.query<{ shard: number }>(LOCK_SQL, [lockKey(consumer.name), shards, this.shardsPerRound, consumer.name])).rows.map((r) => r.shard);
+      const locked = (await db.query<{ shard: number }>(LOCK_SQL, [lockKey(consumer.name), shards, this.shardsPerRound, consumer.name])).map((r) => r.shard);
       if (locked.length === 0) {
-        await client.query('commit');
+        await db.run('commit');
         open = false;
         return { locked, more: false, handed: 0, idle: [] };
       }
       const perShard = Math.ceil(this.opts.batchSize / locked.length);
-      const rows = (await client.query<BatchRow>(BATCH_SQL, [consumer.name, locked, perShard])).rows;
+      const rows = await db.query<BatchRow>(BATCH_SQL, [consumer.name, locked, perShard]);
       const gone = rows.filter((r) => !r.found); // deleted since (contact deleted, DELETE /events/:name)
       const deliveries: Delivery[] = rows
         .filter((r) => r.found)
@@ -313,8 +315,8 @@ export class EventDispatcher {
       const now = Date.now();
       for (const d of deliveries) outboxLag.observe({ consumer: consumer.name }, Math.max(0, now - d.event.createdAt.getTime()) / 1000);
       const outcome = deliveries.length ? await this.deliver(consumer, deliveries, client) : { accepted: [], failed: [] };
-      await this.record(client, policy, consumer, [...gone, ...outcome.accepted], outcome.failed);
-      await client.query('commit');
+      await this.record(db, policy, consumer, [...gone, ...outcome.accepted], outcome.failed);
+      await db.run('commit');
       open = false;
       const perShardRows = new Map<number, number>();
       for (const r of rows) perShardRows.set(r.shard, (perShardRows.get(r.shard) ?? 0) + 1);
@@ -325,7 +327,7 @@ export class EventDispatcher {
         idle: locked.filter((s) => !perShardRows.has(s)),
       };
     } finally {
-      if (open) await client.query('rollback').catch(() => undefined);
+      if (open) await db.run('rollback').catch(() => undefined);
       client.release();
     }
   }
@@ -337,22 +339,23 @@ export class EventDispatcher {
    * consumer is taken to be down and the remaining contacts' first events fail with the same error without a call.
    */
   private async deliver(consumer: EventConsumer, batch: Delivery[], client: PoolClient): Promise<Outcome> {
-    const ctx = consumer.transactional ? { pool: this.pool, tx: client } : { pool: this.pool };
+    const tx = onConnection(client, true);
+    const ctx = consumer.transactional ? { pool: this.pool, tx } : { pool: this.pool };
     const timeoutMs = consumer.timeoutMs ?? DEFAULT_CONSUMER_TIMEOUT_MS;
     const call = async (part: Delivery[]) => {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new ConsumerTimeout(`${consumer.name} did not answer within ${timeoutMs} ms`)), timeoutMs);
       });
-      if (consumer.transactional) await client.query('savepoint consumer_call');
+      if (consumer.transactional) await tx.run('savepoint consumer_call');
       try {
         await Promise.race([consumer.handle(part.map((d) => d.event), ctx), timeout]);
-        if (consumer.transactional) await client.query('release savepoint consumer_call');
+        if (consumer.transactional) await tx.run('release savepoint consumer_call');
       } catch (err) {
         // A transactional consumer still running after its timeout could write into the round later: end the round
         // (rolled back whole: its events come again) rather than go on beside it.
         if (consumer.transactional && err instanceof ConsumerTimeout) throw new RoundAborted(err.message);
-        if (consumer.transactional) await client.query('rollback to savepoint consumer_call');
+        if (consumer.transactional) await tx.run('rollback to savepoint consumer_call');
         throw err;
       } finally {
         clearTimeout(timer);
@@ -405,8 +408,8 @@ export class EventDispatcher {
     }
   }
 
-  private async record(client: PoolClient, policy: RetryPolicy, consumer: EventConsumer, done: RowKey[], failed: Outcome['failed']): Promise<void> {
-    if (done.length) await client.query(DONE_SQL, [consumer.name, done.map((d) => d.shard), done.map((d) => d.seq)]);
+  private async record(db: Sql, policy: RetryPolicy, consumer: EventConsumer, done: RowKey[], failed: Outcome['failed']): Promise<void> {
+    if (done.length) await db.run(DONE_SQL, [consumer.name, done.map((d) => d.shard), done.map((d) => d.seq)]);
     if (failed.length === 0) return;
     const shards: number[] = [];
     const seqs: string[] = [];
@@ -429,7 +432,7 @@ export class EventDispatcher {
         this.scheduleRetry(delay);
       }
     }
-    await client.query(FAIL_SQL, [consumer.name, shards, seqs, delays, parks, errors]);
+    await db.run(FAIL_SQL, [consumer.name, shards, seqs, delays, parks, errors]);
   }
 
   /** Wakes up when this process's earliest retry is due (retries of other processes are found by the poll). */
@@ -460,7 +463,7 @@ export class EventDispatcher {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await onConnection(client).run(`LISTEN ${OUTBOX_CHANNEL}`);
       this.listener = client;
       this.kick(); // whatever was committed while not listening
     } catch (err) {

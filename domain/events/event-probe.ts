@@ -1,3 +1,4 @@
+import { sql } from '../db/sql';
 import type { EventConsumer } from './event-consumer';
 
 /**
@@ -9,7 +10,7 @@ export const probeConsumer: EventConsumer = {
   name: 'probe',
   async handle(events, { pool }) {
     const ids = [...new Set(events.map((e) => e.id))];
-    await pool.query(
+    await sql(pool).run(
       `insert into event_probe_receipts (event_id) select unnest($1::uuid[])
        on conflict (event_id) do update set deliveries = event_probe_receipts.deliveries + 1`,
       [ids],

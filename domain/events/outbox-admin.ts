@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import { sql, type Pool } from '../db/sql';
 import { OUTBOX_CHANNEL } from './event-dispatcher';
 
 /** What an operator sees of a consumer's queue. */
@@ -29,7 +29,7 @@ export interface ParkedEvent {
 }
 
 export async function consumerStatus(pool: Pool): Promise<ConsumerStatus[]> {
-  const { rows } = await pool.query<ConsumerStatus>(
+  return sql(pool).query<ConsumerStatus>(
     `select c.name as consumer, c.registered_at as "registeredAt",
             count(o.seq) filter (where o.attempts = 0 and o.parked_at is null)::int as pending,
             count(o.seq) filter (where o.attempts > 0 and o.parked_at is null)::int as retrying,
@@ -38,11 +38,10 @@ export async function consumerStatus(pool: Pool): Promise<ConsumerStatus[]> {
      from event_consumers c left join event_outbox o on o.consumer = c.name left join events e on e.id = o.event_id
      group by c.name, c.registered_at order by c.name`,
   );
-  return rows;
 }
 
 export async function listParked(pool: Pool, opts: { consumer?: string; limit?: number } = {}): Promise<ParkedEvent[]> {
-  const { rows } = await pool.query<ParkedEvent>(
+  return sql(pool).query<ParkedEvent>(
     `select o.consumer, o.event_id as "eventId", o.contact_id as "contactId", e.project_id as "projectId", e.name,
             e.created_at as "createdAt", o.attempts, o.last_error as "lastError", o.parked_at as "parkedAt",
             (select count(*) from event_outbox l where l.consumer = o.consumer and l.contact_id = o.contact_id and l.seq > o.seq)::int as "heldBack"
@@ -51,7 +50,6 @@ export async function listParked(pool: Pool, opts: { consumer?: string; limit?: 
      order by o.seq limit $2`,
     [opts.consumer ?? null, opts.limit ?? 100],
   );
-  return rows;
 }
 
 /**
@@ -59,23 +57,23 @@ export async function listParked(pool: Pool, opts: { consumer?: string; limit?: 
  * dispatchers; they are delivered before the later events of their contacts. Returns how many.
  */
 export async function replayParked(pool: Pool, consumer: string, eventIds?: string[]): Promise<number> {
-  const { rowCount } = await pool.query(
+  const n = await sql(pool).run(
     `update event_outbox set parked_at = null, next_attempt_at = null, attempts = 0
      where consumer = $1 and parked_at is not null and ($2::uuid[] is null or event_id = any($2::uuid[]))`,
     [consumer, eventIds ?? null],
   );
-  await pool.query(`select pg_notify('${OUTBOX_CHANNEL}', '')`);
-  return rowCount ?? 0;
+  await sql(pool).run(`select pg_notify('${OUTBOX_CHANNEL}', '')`);
+  return n;
 }
 
 /** Drops parked events of a consumer without delivering them (their contacts' later events then go ahead). */
 export async function discardParked(pool: Pool, consumer: string, eventIds?: string[]): Promise<number> {
-  const { rowCount } = await pool.query(
+  const n = await sql(pool).run(
     `delete from event_outbox where consumer = $1 and parked_at is not null and ($2::uuid[] is null or event_id = any($2::uuid[]))`,
     [consumer, eventIds ?? null],
   );
-  await pool.query(`select pg_notify('${OUTBOX_CHANNEL}', '')`);
-  return rowCount ?? 0;
+  await sql(pool).run(`select pg_notify('${OUTBOX_CHANNEL}', '')`);
+  return n;
 }
 
 /**
@@ -83,11 +81,11 @@ export async function discardParked(pool: Pool, consumer: string, eventIds?: str
  * that still has it registers it again at its next start, from then on.)
  */
 export async function retireConsumer(pool: Pool, consumer: string): Promise<boolean> {
-  const { rows } = await pool.query<{ found: boolean }>(
+  const row = await sql(pool).one<{ found: boolean }>(
     `with gone as (delete from event_consumers where name = $1 returning name),
           queue as (delete from event_outbox where consumer = $1)
      select exists (select 1 from gone) as found`,
     [consumer],
   );
-  return rows[0]!.found;
+  return row!.found;
 }

@@ -2,9 +2,12 @@ import { likeEscape } from '../pagination';
 import { isEventCondition, isGroup, type EventCondition, type FieldCondition, type Filter, type FilterNode, type Scalar } from './filter.types';
 import { resolveField, type ResolvedField } from './filter.validate';
 
-/** A WHERE expression over the `contacts` table (aliased) with `?` placeholders, and its values in order. */
+/**
+ * A WHERE expression over the `contacts` table (aliased) and its values in order. `at(first)` is the expression with
+ * its placeholders numbered from `$first`: the values go at that position of the statement's values.
+ */
 export interface CompiledFilter {
-  sql: string;
+  at(first: number): string;
   params: unknown[];
 }
 
@@ -16,7 +19,7 @@ export interface CompileOptions {
 }
 
 /**
- * A Postgres array literal (`{"a","b"}`) for a `?::text[]` parameter: arrays travel as one bound text value, so the
+ * A Postgres array literal (`{"a","b"}`) for a `$n::text[]` parameter: arrays travel as one bound text value, so the
  * query builder never expands them and field paths are never part of the SQL text.
  */
 export function pgTextArray(items: readonly string[]): string {
@@ -32,8 +35,7 @@ class Builder {
 
   /** Adds a value; returns its placeholder. */
   p(value: unknown, cast = ''): string {
-    this.params.push(value);
-    return `?${cast}`;
+    return `$${this.params.push(value)}${cast}`;
   }
 
   node(n: FilterNode): string {
@@ -170,12 +172,19 @@ export function compileFilter(filter: Filter, opts: CompileOptions): CompiledFil
   const alias = opts.alias ?? 'c';
   if (!/^[a-z_][a-z0-9_]*$/.test(alias)) throw new Error(`invalid alias ${alias}`);
   const b = new Builder(alias, opts.projectId);
-  return { sql: b.node(filter), params: b.params };
+  return fixedFilter(b.node(filter), b.params);
 }
 
-/** `?` placeholders as `$1..$n` (for node-postgres). Safe because compiled SQL never contains a literal `?`. */
-export function toPositional(sql: string, offset = 0): string {
-  let i = offset;
-  return sql.replace(/\?/g, () => `$${++i}`);
+/**
+ * A condition written by hand (placeholders `$1..$n` for `params`) as a CompiledFilter. Its text must hold no `$`
+ * but its placeholders, as compiled filters never do (values, paths and names are bound): renumbering relies on it.
+ */
+export function fixedFilter(sql: string, params: unknown[]): CompiledFilter {
+  return { params, at: (first) => (first === 1 ? sql : sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + first - 1}`)) };
+}
+
+/** Both conditions. */
+export function andFilters(a: CompiledFilter, b: CompiledFilter): CompiledFilter {
+  return { params: [...a.params, ...b.params], at: (first) => `${a.at(first)} and (${b.at(first + a.params.length)})` };
 }
 

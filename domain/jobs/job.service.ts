@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { PoolClient } from 'pg';
+import { sql, transaction } from '../db/sql';
 import { uuidv7 } from '../ids';
 import { persistThenStart } from '../workflow-start';
 import { conflict, notFound } from '../errors';
@@ -62,28 +62,6 @@ const JOB_COLUMNS = `id, project_id as "projectId", type, status, options, total
   errors, message, next_offset as "nextOffset", next_line as "nextLine", next_chunk as "nextChunk", created_at as "createdAt",
   started_at as "startedAt", finished_at as "finishedAt"`;
 
-/**
- * Runs `fn` in one transaction on a connection of the ORM's pool (raw pg, so hot statements can be prepared).
- * `synchronousCommit: false` commits without waiting for the WAL flush, for work that is simply redone if a crash loses it.
- */
-export async function withTransaction<T>(em: EntityManager, fn: (client: PoolClient) => Promise<T>, opts: { synchronousCommit?: boolean } = {}): Promise<T> {
-  const knexClient = em.getConnection().getKnex().client;
-  const conn = (await knexClient.acquireConnection()) as PoolClient;
-  try {
-    await conn.query(opts.synchronousCommit === false ? 'begin; set local synchronous_commit = off' : 'begin');
-    try {
-      const result = await fn(conn);
-      await conn.query('commit');
-      return result;
-    } catch (err) {
-      await conn.query('rollback').catch(() => undefined);
-      throw err;
-    }
-  } finally {
-    await knexClient.releaseConnection(conn);
-  }
-}
-
 /** Starts job workflows (TemporalGateway implements it). */
 export interface JobRunner {
   startContactImport(input: { projectId: string; jobId: string }): Promise<string>;
@@ -115,9 +93,9 @@ export function submitBulkJob(em: EntityManager, runner: JobRunner, input: { pro
 /** Stores an import job and its file in one transaction (before the workflow starts, so a worker always finds it). */
 async function createImportJob(em: EntityManager, input: { projectId: string; fileName?: string; content: Buffer; options: ImportOptions }): Promise<string> {
   const id = uuidv7();
-  await withTransaction(em, async (c) => {
-    await c.query(`insert into jobs (id, project_id, type, options) values ($1, $2, 'IMPORT', $3)`, [id, input.projectId, JSON.stringify(input.options)]);
-    await c.query(`insert into contact_import_files (job_id, file_name, content) values ($1, $2, $3)`, [id, input.fileName ?? null, input.content]);
+  await transaction(em, async (tx) => {
+    await tx.run(`insert into jobs (id, project_id, type, options) values ($1, $2, 'IMPORT', $3)`, [id, input.projectId, JSON.stringify(input.options)]);
+    await tx.run(`insert into contact_import_files (job_id, file_name, content) values ($1, $2, $3)`, [id, input.fileName ?? null, input.content]);
   });
   return id;
 }
@@ -126,14 +104,14 @@ async function createImportJob(em: EntityManager, input: { projectId: string; fi
 async function createBulkJob(em: EntityManager, input: { projectId: string; type: BulkJobType; contactIds: string[] }): Promise<string> {
   const id = uuidv7();
   const ids = [...new Set(input.contactIds.map((i) => i.toLowerCase()))];
-  await em.execute(`insert into jobs (id, project_id, type, contact_ids, total) values (?, ?, ?, ?::uuid[], ?)`, [id, input.projectId, input.type, `{${ids.join(',')}}`, ids.length]);
+  await sql(em).query(`insert into jobs (id, project_id, type, contact_ids, total) values ($1, $2, $3, $4::uuid[], $5)`, [id, input.projectId, input.type, `{${ids.join(',')}}`, ids.length]);
   return id;
 }
 
 /** A job of the project, or null (another project's job is not found). */
 async function findJob(em: EntityManager, projectId: string | null, jobId: string): Promise<JobRow | null> {
-  const rows = await em.execute<JobRow[]>(
-    `select ${JOB_COLUMNS} from jobs where id = ? ${projectId ? 'and project_id = ?' : ''}`,
+  const rows = await sql(em).query<JobRow>(
+    `select ${JOB_COLUMNS} from jobs where id = $1 ${projectId ? 'and project_id = $2' : ''}`,
     projectId ? [jobId, projectId] : [jobId],
   );
   return rows[0] ?? null;
@@ -147,9 +125,9 @@ export async function getJob(em: EntityManager, projectId: string, jobId: string
 
 /** QUEUED -> RUNNING (idempotent: a retried activity finds it RUNNING). Returns the job, or null when it is finished. */
 export async function markJobRunning(em: EntityManager, jobId: string, total?: number): Promise<JobRow | null> {
-  const rows = await em.execute<JobRow[]>(
-    `update jobs set status = 'RUNNING', started_at = coalesce(started_at, now()), total = coalesce(?, total)
-     where id = ? and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
+  const rows = await sql(em).query<JobRow>(
+    `update jobs set status = 'RUNNING', started_at = coalesce(started_at, now()), total = coalesce($1, total)
+     where id = $2 and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
     [total ?? null, jobId],
   );
   return rows[0] ?? null;
@@ -157,8 +135,8 @@ export async function markJobRunning(em: EntityManager, jobId: string, total?: n
 
 /** Ends a job that is not finished yet; a finished job keeps its state. */
 export async function finishJob(em: EntityManager, jobId: string, status: 'COMPLETED' | 'FAILED' | 'CANCELLED', message?: string): Promise<void> {
-  await em.execute(
-    `update jobs set status = ?, message = coalesce(?, message), finished_at = now() where id = ? and status in ('QUEUED', 'RUNNING')`,
+  await sql(em).query(
+    `update jobs set status = $1, message = coalesce($2, message), finished_at = now() where id = $3 and status in ('QUEUED', 'RUNNING')`,
     [status, message ?? null, jobId],
   );
 }
@@ -173,9 +151,9 @@ export const jobEnded = (j: Pick<JobRow, 'status'>) =>
  * returned as it is; one that completed or failed meanwhile throws 409.
  */
 export async function cancelJob(em: EntityManager, projectId: string, jobId: string, message: string): Promise<JobRow> {
-  const rows = await em.execute<JobRow[]>(
-    `update jobs set status = 'CANCELLED', message = ?, finished_at = now()
-     where id = ? and project_id = ? and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
+  const rows = await sql(em).query<JobRow>(
+    `update jobs set status = 'CANCELLED', message = $1, finished_at = now()
+     where id = $2 and project_id = $3 and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
     [message, jobId, projectId],
   );
   if (rows[0]) return rows[0];

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { AppError, notFound, serviceUnavailable } from '../errors';
 import { logger } from '../logger';
 import { DEFAULT_SEGMENT_RECOMPUTE_MINUTES } from '../projects/project.entity';
@@ -41,8 +42,8 @@ export interface SegmentComputeRunner {
 type ComputeRow = (SegmentCompute | (Omit<SegmentCompute, 'runId'> & { runId: null })) & { readAt: Date };
 
 async function readCompute(em: EntityManager, projectId: string, segmentId: string): Promise<ComputeRow> {
-  const [r] = await em.execute<ComputeRow[]>(
-    `select ${COMPUTE_COLUMNS}, statement_timestamp() as "readAt" from segments where id = ? and project_id = ?`,
+  const [r] = await sql(em).query<ComputeRow>(
+    `select ${COMPUTE_COLUMNS}, statement_timestamp() as "readAt" from segments where id = $1 and project_id = $2`,
     [segmentId, projectId],
   );
   if (!r) throw notFound('Segment');
@@ -88,10 +89,10 @@ export async function requestSegmentCompute(em: EntityManager, runner: SegmentCo
   let runId = await temporal(() => runner.startSegmentCompute({ projectId, segmentId }));
   for (let retry = 0; ; retry++) {
     if (runId !== seen.runId) {
-      const [recorded] = await em.execute<SegmentCompute[]>(
-        `update segments set compute_run_id = ?, compute_status = 'RUNNING', compute_started_at = now(), compute_finished_at = null,
+      const [recorded] = await sql(em).query<SegmentCompute>(
+        `update segments set compute_run_id = $1, compute_status = 'RUNNING', compute_started_at = now(), compute_finished_at = null,
            compute_result = null, compute_error = null
-         where id = (select id from segments where id = ? and compute_run_id is not distinct from ? for no key update skip locked)
+         where id = (select id from segments where id = $2 and compute_run_id is not distinct from $3 for no key update skip locked)
          returning ${COMPUTE_COLUMNS}`,
         [runId, segmentId, seen.runId],
       );
@@ -122,17 +123,17 @@ export async function requestSegmentCompute(em: EntityManager, runner: SegmentCo
  */
 export async function runSegmentCompute(em: EntityManager, input: { projectId: string; segmentId: string; runId: string }): Promise<ComputeResult> {
   // No other run of the segment can be open while this one is, so this run's id is the newest.
-  await em.execute(
-    `update segments set compute_run_id = ?, compute_status = 'RUNNING', compute_started_at = now(), compute_finished_at = null,
+  await sql(em).query(
+    `update segments set compute_run_id = $1, compute_status = 'RUNNING', compute_started_at = now(), compute_finished_at = null,
        compute_result = null, compute_error = null
-     where id = ? and compute_run_id is distinct from ?`,
+     where id = $2 and compute_run_id is distinct from $3`,
     [input.runId, input.segmentId, input.runId],
   );
   return em.transactional(async (tx) => {
     const result = await computeSegment(tx, input.projectId, input.segmentId);
-    await tx.execute(
-      `update segments set compute_status = 'COMPLETED', compute_result = ?::jsonb, compute_finished_at = now(), compute_error = null
-       where id = ? and compute_run_id = ?`,
+    await sql(tx).query(
+      `update segments set compute_status = 'COMPLETED', compute_result = $1::jsonb, compute_finished_at = now(), compute_error = null
+       where id = $2 and compute_run_id = $3`,
       [JSON.stringify(result), input.segmentId, input.runId],
     );
     return result;
@@ -141,10 +142,10 @@ export async function runSegmentCompute(em: EntityManager, input: { projectId: s
 
 /** Records a run that could not compute as FAILED (also when it failed before recording RUNNING); a COMPLETED run stays. */
 export async function failSegmentCompute(em: EntityManager, input: { segmentId: string; runId: string; message: string }): Promise<void> {
-  await em.execute(
-    `update segments set compute_status = 'FAILED', compute_error = ?, compute_finished_at = now(), compute_result = null,
-       compute_started_at = case when compute_run_id is distinct from ? then now() else compute_started_at end, compute_run_id = ?
-     where id = ? and (compute_run_id is distinct from ? or compute_status = 'RUNNING')`,
+  await sql(em).query(
+    `update segments set compute_status = 'FAILED', compute_error = $1, compute_finished_at = now(), compute_result = null,
+       compute_started_at = case when compute_run_id is distinct from $2 then now() else compute_started_at end, compute_run_id = $3
+     where id = $4 and (compute_run_id is distinct from $5 or compute_status = 'RUNNING')`,
     [input.message, input.runId, input.runId, input.segmentId, input.runId],
   );
 }
@@ -163,13 +164,13 @@ export interface DueSegment {
  */
 export async function findDueSegmentComputes(em: EntityManager, input: { limit: number }): Promise<DueSegment[]> {
   const last = 'coalesce(greatest(s.computed_at, s.compute_started_at), s.created_at)';
-  return em.execute<DueSegment[]>(
+  return sql(em).query<DueSegment>(
     `select s.project_id as "projectId", s.id as "segmentId"
      from segments s join projects p on p.id = s.project_id
      where s.type = 'DYNAMIC' and s.track_membership and not p.disabled
-       and ${last} < now() - make_interval(mins => coalesce((p.settings->>'segmentRecomputeMinutes')::int, ?))
+       and ${last} < now() - make_interval(mins => coalesce((p.settings->>'segmentRecomputeMinutes')::int, $1))
      order by ${last}, s.id
-     limit ?`,
+     limit $2`,
     [DEFAULT_SEGMENT_RECOMPUTE_MINUTES, input.limit],
   );
 }

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { usageRegistry, type UsageReference } from '../usage/usage-registry';
 import { isEventCondition, isGroup, type Filter, type FilterNode } from '../filters';
 
@@ -25,8 +26,8 @@ function filterUsesEvent(filter: Filter, eventName: string): boolean {
 }
 
 async function find(em: EntityManager, projectId: string, test: (f: Filter) => boolean): Promise<UsageReference[]> {
-  const rows = await em.execute<{ id: string; name: string; condition: Filter }[]>(
-    'select id, name, condition from segments where project_id = ? and condition is not null order by created_at, id',
+  const rows = await sql(em).query<{ id: string; name: string; condition: Filter }>(
+    'select id, name, condition from segments where project_id = $1 and condition is not null order by created_at, id',
     [projectId],
   );
   return rows.filter((r) => test(r.condition)).map((r) => ({ id: r.id, name: r.name, where: 'condition' }));

@@ -1,4 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
+import { insertEventsSql, type SegmentEventData } from '../events/event-writer';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { compileFilter, pgTextArray, type CompiledFilter, type Filter } from '../filters';
 import { AppError, conflict, notFound, validationError } from '../errors';
@@ -36,12 +38,12 @@ const entryEventName = (slug: string) => `segment.${slug}.entry`;
 const exitEventName = (slug: string) => `segment.${slug}.exit`;
 
 export async function listSegments(em: EntityManager, projectId: string): Promise<SegmentRow[]> {
-  const rows = await em.execute<SegmentRow[]>(`select ${COLUMNS} from segments where project_id = ? order by created_at, id`, [projectId]);
+  const rows = await sql(em).query<SegmentRow>(`select ${COLUMNS} from segments where project_id = $1 order by created_at, id`, [projectId]);
   return rows.map(row);
 }
 
 export async function getSegment(em: EntityManager, projectId: string, id: string): Promise<SegmentRow> {
-  const [r] = await em.execute<SegmentRow[]>(`select ${COLUMNS} from segments where project_id = ? and id = ?`, [projectId, id]);
+  const [r] = await sql(em).query<SegmentRow>(`select ${COLUMNS} from segments where project_id = $1 and id = $2`, [projectId, id]);
   if (!r) throw notFound('Segment');
   return row(r);
 }
@@ -53,17 +55,17 @@ function compiled(projectId: string, s: Pick<SegmentRow, 'condition'>): Compiled
 /** Contacts matching a dynamic segment's condition, counted now. */
 async function countDynamic(em: EntityManager, projectId: string, s: Pick<SegmentRow, 'condition'>): Promise<number> {
   const f = compiled(projectId, s);
-  const [r] = await em.execute<{ n: string }[]>(`select count(*) as n from contacts c where c.project_id = ? and (${f.sql})`, [projectId, ...f.params]);
+  const [r] = await sql(em).query<{ n: string }>(`select count(*) as n from contacts c where c.project_id = $1 and (${f.at(2)})`, [projectId, ...f.params]);
   return Number(r!.n);
 }
 
 async function countMembers(em: EntityManager, segmentId: string): Promise<number> {
-  const [r] = await em.execute<{ n: string }[]>('select count(*) as n from segment_memberships where segment_id = ?', [segmentId]);
+  const [r] = await sql(em).query<{ n: string }>('select count(*) as n from segment_memberships where segment_id = $1', [segmentId]);
   return Number(r!.n);
 }
 
 async function storeCount(em: EntityManager, id: string, n: number, computed = false): Promise<void> {
-  await em.execute(`update segments set member_count = ?, counted_at = now()${computed ? ', computed_at = now()' : ''} where id = ?`, [n, id]);
+  await sql(em).query(`update segments set member_count = $1, counted_at = now()${computed ? ', computed_at = now()' : ''} where id = $2`, [n, id]);
 }
 
 export interface CreateSegmentInput {
@@ -79,16 +81,16 @@ export async function createSegment(em: EntityManager, projectId: string, input:
   const base = slugify(input.name);
   const id = uuidv7();
   for (let attempt = 0; ; attempt++) {
-    const taken = await em.execute<{ slug: string }[]>(
-      `select slug from segments where project_id = ? and (slug = ? or slug like ? escape '\\')`,
+    const taken = await sql(em).query<{ slug: string }>(
+      `select slug from segments where project_id = $1 and (slug = $2 or slug like $3 escape '\\')`,
       [projectId, base, `${base.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`],
     );
     const used = new Set(taken.map((t) => t.slug));
     let slug = base;
     for (let n = 2; used.has(slug); n++) slug = `${base}-${n}`;
     try {
-      await em.execute(
-        `insert into segments (id, project_id, name, slug, description, type, condition, track_membership) values (?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
+      await sql(em).query(
+        `insert into segments (id, project_id, name, slug, description, type, condition, track_membership) values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
         [id, projectId, input.name, slug, input.description ?? null, input.type, input.condition ? JSON.stringify(input.condition) : null, input.trackMembership ?? false],
       );
       break;
@@ -118,10 +120,10 @@ export async function updateSegment(em: EntityManager, projectId: string, id: st
   if (patch.condition !== undefined && current.type === 'STATIC') {
     throw validationError([{ field: 'condition', message: 'A static segment has no condition: add or remove members instead', code: 'static_segment' }]);
   }
-  await em.execute(
-    `update segments set name = coalesce(?, name), description = case when ? then ? else description end,
-       condition = coalesce(?::jsonb, condition), track_membership = coalesce(?, track_membership), updated_at = now()
-     where id = ? and project_id = ?`,
+  await sql(em).query(
+    `update segments set name = coalesce($1, name), description = case when $2 then $3 else description end,
+       condition = coalesce($4::jsonb, condition), track_membership = coalesce($5, track_membership), updated_at = now()
+     where id = $6 and project_id = $7`,
     [
       patch.name ?? null,
       patch.description !== undefined,
@@ -133,7 +135,7 @@ export async function updateSegment(em: EntityManager, projectId: string, id: st
     ],
   );
   if (current.type === 'DYNAMIC' && patch.trackMembership === false && current.trackMembership) {
-    await em.execute('delete from segment_memberships where segment_id = ?', [id]);
+    await sql(em).query('delete from segment_memberships where segment_id = $1', [id]);
   }
   if (patch.condition) await storeCount(em, id, await countDynamic(em, projectId, { condition: patch.condition }));
   return getSegment(em, projectId, id);
@@ -144,7 +146,7 @@ export async function deleteSegment(em: EntityManager, projectId: string, id: st
   await getSegment(em, projectId, id);
   const reason = await segmentDeletionGuards.blocker(em, projectId, id);
   if (reason) throw conflict('SEGMENT_IN_USE', `The segment cannot be deleted: ${reason}`, 'Finish or cancel what uses it first.');
-  await em.execute('delete from segments where id = ? and project_id = ?', [id, projectId]);
+  await sql(em).query('delete from segments where id = $1 and project_id = $2', [id, projectId]);
 }
 
 export interface MemberPage {
@@ -162,15 +164,15 @@ export async function listSegmentContacts(em: EntityManager, projectId: string, 
   let total: number;
   if (s.type === 'DYNAMIC') {
     const f = compiled(projectId, s);
-    data = await em.execute<ContactRow[]>(
-      `select ${CONTACT_COLUMNS} from contacts c where c.project_id = ? and (${f.sql}) order by c.id desc limit ? offset ?`,
+    data = await sql(em).query<ContactRow>(
+      `select ${CONTACT_COLUMNS} from contacts c where c.project_id = $1 and (${f.at(2)}) order by c.id desc limit $${f.params.length + 2} offset $${f.params.length + 3}`,
       [projectId, ...f.params, q.pageSize, offset],
     );
     total = await countDynamic(em, projectId, s);
   } else {
-    data = await em.execute<ContactRow[]>(
+    data = await sql(em).query<ContactRow>(
       `select ${CONTACT_COLUMNS} from segment_memberships m join contacts c on c.id = m.contact_id
-       where m.segment_id = ? order by c.id desc limit ? offset ?`,
+       where m.segment_id = $1 order by c.id desc limit $2 offset $3`,
       [id, q.pageSize, offset],
     );
     total = await countMembers(em, id);
@@ -207,22 +209,22 @@ export async function addSegmentMembers(
   const s = await getSegment(em, projectId, id);
   requireStatic(s);
   const emails = [...new Set(input.emails.map(normalizeEmail))];
-  const [r] = await em.execute<{ added: string; created: string; targets: string; notFound: string[] | null }[]>(
-    `with input as (select distinct e as email from unnest(?::text[]) as e),
+  const [r] = await sql(em).query<{ added: string; created: string; targets: string; notFound: string[] | null }>(
+    `with input as (select distinct e as email from unnest($1::text[]) as e),
      created as (
        insert into contacts (id, project_id, email, subscribed)
-       select ${SQL_UUIDV7}, ?::uuid, i.email, ?::boolean from input i
-       where ?::boolean and not exists (select 1 from contacts c where c.project_id = ? and c.email = i.email)
+       select ${SQL_UUIDV7}, $2::uuid, i.email, $3::boolean from input i
+       where $4::boolean and not exists (select 1 from contacts c where c.project_id = $5 and c.email = i.email)
        order by i.email
        on conflict (project_id, email) do nothing
        returning id, email
      ),
      targets as (
-       select c.id, c.email from contacts c join input i on i.email = c.email where c.project_id = ?
+       select c.id, c.email from contacts c join input i on i.email = c.email where c.project_id = $6
        union all select id, email from created
      ),
      added as (
-       insert into segment_memberships (segment_id, contact_id) select ?::uuid, t.id from targets t
+       insert into segment_memberships (segment_id, contact_id) select $7::uuid, t.id from targets t
        on conflict do nothing returning contact_id
      )
      select (select count(*) from added) as added, (select count(*) from created) as created, (select count(*) from targets) as targets,
@@ -239,10 +241,10 @@ export async function addSegmentMembers(
 export async function removeSegmentMembers(em: EntityManager, projectId: string, id: string, emails: string[]): Promise<{ removed: number; memberCount: number }> {
   const s = await getSegment(em, projectId, id);
   requireStatic(s);
-  const [r] = await em.execute<{ n: string }[]>(
+  const [r] = await sql(em).query<{ n: string }>(
     `with gone as (
        delete from segment_memberships m using contacts c
-       where m.segment_id = ? and c.id = m.contact_id and c.project_id = ? and c.email = any(?::text[])
+       where m.segment_id = $1 and c.id = m.contact_id and c.project_id = $2 and c.email = any($3::text[])
        returning 1)
      select count(*) as n from gone`,
     [id, projectId, pgTextArray([...new Set(emails.map(normalizeEmail))])],
@@ -280,39 +282,28 @@ export async function computeSegment(em: EntityManager, projectId: string, id: s
     return { entered: 0, exited: 0, memberCount: refreshed.memberCount };
   }
   return em.transactional(async (tx) => {
-    const [locked] = await tx.execute<SegmentRow[]>(`select ${COLUMNS} from segments where id = ? and project_id = ? for update`, [id, projectId]);
+    const [locked] = await sql(tx).query<SegmentRow>(`select ${COLUMNS} from segments where id = $1 and project_id = $2 for update`, [id, projectId]);
     if (!locked || locked.type !== 'DYNAMIC' || !locked.trackMembership) throw notFound('Segment');
     const f = compiled(projectId, locked);
     // `cur` is read once; every sub-statement sees the membership as it was before this statement.
-    const changes = await tx.execute<{ name: string; n: number }[]>(
-      `with cur as materialized (select c.id from contacts c where c.project_id = ? and (${f.sql})),
+    const segmentEvent: SegmentEventData = { segmentId: id, segmentName: locked.name, via: 'segment.compute' };
+    const changes = await sql(tx).query<{ name: string; n: number }>(
+      `with cur as materialized (select c.id from contacts c where c.project_id = $1 and (${f.at(6)})),
        entered as (
          insert into segment_memberships (segment_id, contact_id)
-         select ?::uuid, cur.id from cur where not exists (select 1 from segment_memberships m where m.segment_id = ?::uuid and m.contact_id = cur.id)
+         select $2::uuid, cur.id from cur where not exists (select 1 from segment_memberships m where m.segment_id = $2::uuid and m.contact_id = cur.id)
          returning contact_id
        ),
        exited as (
-         delete from segment_memberships m where m.segment_id = ?::uuid and not exists (select 1 from cur where cur.id = m.contact_id)
+         delete from segment_memberships m where m.segment_id = $2::uuid and not exists (select 1 from cur where cur.id = m.contact_id)
          returning contact_id
        ),
-       changes as (select contact_id, ?::text as name from entered union all select contact_id, ?::text as name from exited),
+       changes as (select contact_id, $3::text as name from entered union all select contact_id, $4::text as name from exited),
        ev as (
-         insert into events (id, project_id, contact_id, name, data, source, created_at)
-         select ${SQL_UUIDV7}, ?::uuid, contact_id, name, ?::jsonb, 'SYSTEM', now() from changes
-         returning name
+         ${insertEventsSql({ projectId: '$1::uuid', contactId: 'contact_id', name: 'name', data: '$5::jsonb', source: 'SYSTEM' }, 'from changes', 'name')}
        )
        select name, count(*)::int as n from ev group by name`,
-      [
-        projectId,
-        ...f.params,
-        id,
-        id,
-        id,
-        entryEventName(locked.slug),
-        exitEventName(locked.slug),
-        projectId,
-        JSON.stringify({ segmentId: id, segmentName: locked.name, via: 'segment.compute' }),
-      ],
+      [projectId, id, entryEventName(locked.slug), exitEventName(locked.slug), JSON.stringify(segmentEvent), ...f.params],
     );
     const memberCount = await countMembers(tx, id);
     await storeCount(tx, id, memberCount, true);

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { RecordedEvent } from '../events/event.service';
+import { sql } from '../db/sql';
+import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql, sqlName, type RecordedEvent, type SystemEventData } from '../events/event-writer';
 import { uuidv7 } from '../ids';
-import { preparedQuery } from '../prepared';
 
 /**
  * What the public endpoints write. Each hit is one statement (counter update and event insert together), run as a
@@ -14,16 +14,17 @@ type EngagementRow = { projectId: string; contactId: string; createdAt: Date };
  * One statement: count the hit on the email (first_*_at set once, by the first hit), and record the event on the
  * email's contact. An email whose contact was deleted is still counted; an unknown email changes nothing.
  */
-const engagementSql = (counter: 'open_count' | 'click_count', first: 'first_opened_at' | 'first_clicked_at', name: string) => `
+const engagementSql = (counter: 'open_count' | 'click_count', first: 'first_opened_at' | 'first_clicked_at', name: 'email.open' | 'email.click') => `
 with hit as (
   update emails set ${counter} = ${counter} + 1, ${first} = coalesce(${first}, now())
   where id = $1::uuid
   returning project_id, contact_id
 )
-insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-select $2::uuid, hit.project_id, hit.contact_id, '${name}', $3::jsonb, 'SYSTEM', $1::uuid, now()
-from hit where hit.contact_id is not null
-returning project_id as "projectId", contact_id as "contactId", created_at as "createdAt"`;
+${insertEventsSql(
+  { id: '$2::uuid', projectId: 'hit.project_id', contactId: 'hit.contact_id', name: sqlName(name), data: '$3::jsonb', source: 'SYSTEM', emailId: '$1::uuid' },
+  'from hit where hit.contact_id is not null',
+  'project_id as "projectId", contact_id as "contactId", created_at as "createdAt"',
+)}`;
 
 const OPEN_SQL = engagementSql('open_count', 'first_opened_at', 'email.open');
 const CLICK_SQL = engagementSql('click_count', 'first_clicked_at', 'email.click');
@@ -31,12 +32,12 @@ const CLICK_SQL = engagementSql('click_count', 'first_clicked_at', 'email.click'
 async function recordEngagement(
   em: EntityManager,
   statement: { name: string; sql: string },
-  event: { name: 'email.open' | 'email.click'; emailId: string; data: Record<string, unknown> },
+  event: { name: 'email.open'; emailId: string; data: SystemEventData['email.open'] } | { name: 'email.click'; emailId: string; data: SystemEventData['email.click'] },
 ): Promise<RecordedEvent | null> {
   const id = uuidv7();
-  const [row] = await preparedQuery<EngagementRow>(em, statement.name, statement.sql, [event.emailId, id, JSON.stringify(event.data)]);
+  const [row] = await sql(em).query<EngagementRow>(statement.sql, [event.emailId, id, JSON.stringify(event.data)], statement.name);
   if (!row) return null;
-  return { id, ...row, name: event.name, data: event.data, source: 'SYSTEM', emailId: event.emailId };
+  return { id, ...row, ...event, source: 'SYSTEM' };
 }
 
 /** An open of the email (the pixel was fetched): `email.open`, open_count + 1, first_opened_at once. */
@@ -58,12 +59,11 @@ export interface SubscriptionView {
 }
 
 export async function findSubscription(em: EntityManager, contactId: string): Promise<SubscriptionView | null> {
-  const [row] = await preparedQuery<SubscriptionView>(
-    em,
-    'mailwright_find_subscription',
+  const [row] = await sql(em).query<SubscriptionView>(
     `select c.id as "contactId", c.email, c.subscribed, p.name as "projectName"
      from contacts c join projects p on p.id = c.project_id where c.id = $1::uuid`,
     [contactId],
+    'mailwright_find_subscription',
   );
   return row ?? null;
 }
@@ -84,28 +84,27 @@ export async function changeSubscription(
   em: EntityManager,
   target: LinkTarget,
   subscribed: boolean,
-  source: Record<string, unknown>,
+  source: SystemEventData['contact.subscribed'],
 ): Promise<{ view: SubscriptionView; changed: boolean } | null> {
   const eventId = uuidv7();
-  const [row] = await preparedQuery<Omit<SubscriptionView, 'subscribed'> & { eventAt: Date | null }>(
-    em,
-    'mailwright_change_subscription',
+  const [row] = await sql(em).query<Omit<SubscriptionView, 'subscribed'> & { eventAt: Date | null }>(
     `with updated as (
        update contacts set subscribed = $2::boolean, updated_at = now()
        where id = $1::uuid and subscribed <> $2::boolean
        returning id, project_id
      ),
      ev as (
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select $3::uuid, u.project_id, u.id, case when $2::boolean then 'contact.subscribed' else 'contact.unsubscribed' end,
-              $4::jsonb, 'SYSTEM', $5::uuid, now()
-       from updated u
-       returning created_at
+       ${insertEventsSql(
+         { id: '$3::uuid', projectId: 'u.project_id', contactId: 'u.id', name: SUBSCRIPTION_EVENT_NAME_SQL('$2::boolean'), data: '$4::jsonb', source: 'SYSTEM', emailId: '$5::uuid' },
+         'from updated u',
+         'created_at',
+       )}
      )
      select c.id as "contactId", c.email, p.name as "projectName", ev.created_at as "eventAt"
      from contacts c join projects p on p.id = c.project_id left join ev on true
      where c.id = $1::uuid`,
     [target.contactId, subscribed, eventId, JSON.stringify(source), target.emailId ?? null],
+    'mailwright_change_subscription',
   );
   if (!row) return null;
   const { eventAt, ...view } = row;

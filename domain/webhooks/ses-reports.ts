@@ -1,8 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
 import { z } from 'zod';
 import { AppError, badRequest } from '../errors';
 import { uuidv7 } from '../ids';
-import type { RecordedEvent } from '../events/event.service';
+import { insertEventsSql, sqlName, type RecordedEvent, type SystemEventData, type SystemEventName } from '../events/event-writer';
 import { messageIdFor } from '../emails/delivery';
 import { SNS_MESSAGE_RETENTION_MS } from './sns';
 
@@ -129,7 +130,7 @@ interface LockedEmail {
 }
 
 type EventRow = Omit<RecordedEvent, 'source'>;
-const RETURNING = `returning id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`;
+const RETURNING_COLUMNS = `id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`;
 
 let lastPrune = 0;
 
@@ -137,7 +138,7 @@ let lastPrune = 0;
 async function pruneProcessedMessages(em: EntityManager, now: number): Promise<void> {
   if (now - lastPrune < 3_600_000) return;
   lastPrune = now;
-  await em.execute('delete from sns_messages where received_at < now() - make_interval(secs => ?)', [SNS_MESSAGE_RETENTION_MS / 1000]);
+  await sql(em).query('delete from sns_messages where received_at < now() - make_interval(secs => $1)', [SNS_MESSAGE_RETENTION_MS / 1000]);
 }
 
 /**
@@ -152,8 +153,8 @@ export async function applySesReport(em: EntityManager, snsMessageId: string, re
   await pruneProcessedMessages(em, now);
   const recorded: EventRow[] = [];
   const outcome = await em.transactional(async (tx): Promise<ReportOutcome> => {
-    const [email] = await tx.execute<LockedEmail[]>(
-      `select id, status, from_email as "fromEmail", to_email as "toEmail" from emails where id = ? for update`,
+    const [email] = await sql(tx).query<LockedEmail>(
+      `select id, status, from_email as "fromEmail", to_email as "toEmail" from emails where id = $1 for update`,
       [ours.emailId],
     );
     // The whole Message-ID must be ours, not only a uuid that happens to match.
@@ -161,8 +162,8 @@ export async function applySesReport(em: EntityManager, snsMessageId: string, re
     if (email.status === 'QUEUED' || email.status === 'SENDING') {
       throw new AppError(503, 'SERVICE_UNAVAILABLE', 'The email is not recorded as sent yet; retry shortly', { headers: { 'Retry-After': '20' } });
     }
-    const [fresh] = await tx.execute<{ message_id: string }[]>(
-      'insert into sns_messages (message_id, received_at) values (?, now()) on conflict do nothing returning message_id',
+    const [fresh] = await sql(tx).query<{ message_id: string }>(
+      'insert into sns_messages (message_id, received_at) values ($1, now()) on conflict do nothing returning message_id',
       [snsMessageId],
     );
     if (!fresh) return 'duplicate';
@@ -176,37 +177,36 @@ export async function applySesReport(em: EntityManager, snsMessageId: string, re
 
 /** The changes of one report inside the transaction; null when the email's state makes it a no-op. */
 async function applyReport(tx: EntityManager, email: LockedEmail, report: SesReport): Promise<EventRow[] | null> {
-  const common = { sesMessageId: report.sesMessageId };
+  const common = { source: 'ses' as const, sesMessageId: report.sesMessageId };
   if (report.kind === 'Delivery') {
     // Only from SENT: a bounce, failure or cancellation is never overwritten by a later or reordered delivery report.
     if (email.status !== 'SENT') return null;
     const d = report.delivery;
     const at = d.timestamp && !Number.isNaN(Date.parse(d.timestamp)) ? new Date(d.timestamp).toISOString() : null;
-    return tx.execute<EventRow[]>(
+    const data: SystemEventData['email.delivered'] = {
+      smtpResponse: d.smtpResponse,
+      reportingMTA: d.reportingMTA,
+      processingTimeMillis: d.processingTimeMillis,
+      timestamp: d.timestamp,
+      ...common,
+    };
+    return sql(tx).query<EventRow>(
       `with upd as (
-         update emails set status = 'DELIVERED', delivered_at = coalesce(?::timestamptz, now()), smtp_response = coalesce(?, smtp_response),
+         update emails set status = 'DELIVERED', delivered_at = coalesce($1::timestamptz, now()), smtp_response = coalesce($2, smtp_response),
            error = null, updated_at = now()
-         where id = ? and status = 'SENT'
+         where id = $3 and status = 'SENT'
          returning id, project_id, contact_id
        )
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select ?::uuid, project_id, contact_id, 'email.delivered', ?::jsonb, 'SYSTEM', id, now() from upd where contact_id is not null
-       ${RETURNING}`,
-      [
-        at,
-        d.smtpResponse ?? null,
-        email.id,
-        uuidv7(),
-        JSON.stringify({ smtpResponse: d.smtpResponse, reportingMTA: d.reportingMTA, processingTimeMillis: d.processingTimeMillis, timestamp: d.timestamp, ...common }),
-      ],
+       ${emailEventSql('$4::uuid', 'email.delivered', '$5::jsonb', 'from upd where contact_id is not null')}`,
+      [at, d.smtpResponse ?? null, email.id, uuidv7(), JSON.stringify(data)],
     );
   }
   if (report.kind === 'Bounce') {
     const b = report.bounce;
     const recipient = b.bouncedRecipients.find((r) => r.emailAddress.toLowerCase() === email.toEmail.toLowerCase()) ?? b.bouncedRecipients[0];
     const permanent = b.bounceType === 'Permanent';
-    const data = {
-      bounceType: b.bounceType,
+    const data: SystemEventData['email.bounced'] = {
+      bounceType: b.bounceType === 'Permanent' || b.bounceType === 'Transient' ? b.bounceType : 'Undetermined',
       bounceSubType: b.bounceSubType,
       diagnosticCode: recipient?.diagnosticCode,
       status: recipient?.status,
@@ -215,72 +215,65 @@ async function applyReport(tx: EntityManager, email: LockedEmail, report: SesRep
       feedbackId: b.feedbackId,
       timestamp: b.timestamp,
       // Transient (and Undetermined) bounces are worth recording, but SES keeps retrying, so the status stays.
-      ...(permanent ? {} : { transient: true }),
+      ...(permanent ? {} : { transient: true as const }),
       ...common,
     };
-    if (!permanent) return nonEmpty(await insertEmailEvent(tx, email.id, 'email.bounced', data));
+    if (!permanent) {
+      return nonEmpty(
+        await sql(tx).query<EventRow>(
+          emailEventSql('$1::uuid', 'email.bounced', '$2::jsonb', 'from emails where id = $3 and contact_id is not null'),
+          [uuidv7(), JSON.stringify(data), email.id],
+        ),
+      );
+    }
     // A permanent bounce can follow a delivery report (the receiver accepted, then bounced); it ends the story.
     if (email.status !== 'SENT' && email.status !== 'DELIVERED') return null;
-    return tx.execute<EventRow[]>(
+    return sql(tx).query<EventRow>(
       `with upd as (
-         update emails set status = 'BOUNCED', smtp_response = coalesce(?, smtp_response), error = ?, updated_at = now()
-         where id = ? and status in ('SENT', 'DELIVERED')
+         update emails set status = 'BOUNCED', smtp_response = coalesce($1, smtp_response), error = $2, updated_at = now()
+         where id = $3 and status in ('SENT', 'DELIVERED')
          returning id, project_id, contact_id
        )
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select ?::uuid, project_id, contact_id, 'email.bounced', ?::jsonb, 'SYSTEM', id, now() from upd where contact_id is not null
-       ${RETURNING}`,
+       ${emailEventSql('$4::uuid', 'email.bounced', '$5::jsonb', 'from upd where contact_id is not null')}`,
       [recipient?.diagnosticCode ?? null, `Bounced (${b.bounceType}${b.bounceSubType ? `/${b.bounceSubType}` : ''}), reported by Amazon SES`, email.id, uuidv7(), JSON.stringify(data)],
     );
   }
   const c = report.complaint;
+  const complaint: SystemEventData['email.complained'] = {
+    complaintFeedbackType: c.complaintFeedbackType,
+    complaintSubType: c.complaintSubType ?? undefined,
+    userAgent: c.userAgent,
+    arrivalDate: c.arrivalDate,
+    feedbackId: c.feedbackId,
+    timestamp: c.timestamp,
+    ...common,
+  };
+  const unsubscribed: SystemEventData['contact.unsubscribed'] = { via: 'complaint' };
   // The complaint and, when the contact was still subscribed, its unsubscription with contact.unsubscribed: one
   // statement, so a complaint never unsubscribes without its event or records the unsubscription twice.
-  const rows = await tx.execute<EventRow[]>(
-    `with e as (select id, project_id, contact_id from emails where id = ? and contact_id is not null),
+  const rows = await sql(tx).query<EventRow>(
+    `with e as (select id, project_id, contact_id from emails where id = $1 and contact_id is not null),
      complained as (
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select ?::uuid, project_id, contact_id, 'email.complained', ?::jsonb, 'SYSTEM', id, now() from e
-       ${RETURNING}
+       ${emailEventSql('$2::uuid', 'email.complained', '$3::jsonb', 'from e')}
      ),
      unsub as (
        update contacts c set subscribed = false, updated_at = now() from e
        where c.id = e.contact_id and c.subscribed
-       returning c.id, c.project_id, e.id as email_id
+       returning c.id as contact_id, c.project_id, e.id
      ),
      unsub_event as (
-       insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-       select ?::uuid, project_id, id, 'contact.unsubscribed', ?::jsonb, 'SYSTEM', email_id, now() from unsub
-       ${RETURNING}
+       ${emailEventSql('$4::uuid', 'contact.unsubscribed', '$5::jsonb', 'from unsub')}
      )
      select * from complained union all select * from unsub_event`,
-    [
-      email.id,
-      uuidv7(),
-      JSON.stringify({
-        complaintFeedbackType: c.complaintFeedbackType,
-        complaintSubType: c.complaintSubType ?? undefined,
-        userAgent: c.userAgent,
-        arrivalDate: c.arrivalDate,
-        feedbackId: c.feedbackId,
-        timestamp: c.timestamp,
-        ...common,
-      }),
-      uuidv7(),
-      JSON.stringify({ via: 'complaint' }),
-    ],
+    [email.id, uuidv7(), JSON.stringify(complaint), uuidv7(), JSON.stringify(unsubscribed)],
   );
   return nonEmpty(rows);
 }
 
+/** The event of a report about an email: rows of `from` carry the email's `id`, `project_id` and `contact_id`. */
+function emailEventSql(id: string, name: SystemEventName, data: string, from: string): string {
+  return insertEventsSql({ id, projectId: 'project_id', contactId: 'contact_id', name: sqlName(name), data, source: 'SYSTEM', emailId: 'id' }, from, RETURNING_COLUMNS);
+}
+
 /** An event-only report of an email whose contact was deleted changes nothing. */
 const nonEmpty = (rows: EventRow[]) => (rows.length > 0 ? rows : null);
-
-async function insertEmailEvent(tx: EntityManager, emailId: string, name: string, data: Record<string, unknown>): Promise<EventRow[]> {
-  return tx.execute<EventRow[]>(
-    `insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
-     select ?::uuid, project_id, contact_id, ?, ?::jsonb, 'SYSTEM', id, now() from emails where id = ? and contact_id is not null
-     ${RETURNING}`,
-    [uuidv7(), name, JSON.stringify(data), emailId],
-  );
-}

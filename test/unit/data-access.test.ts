@@ -41,8 +41,11 @@ const SERVICE_SCRIPTS = (f: string) => f.startsWith(path.join('scripts', 'servic
 describe('data access', () => {
   test('raw SQL runs only through domain/db/sql.ts ($n placeholders): no ORM execute() (knex `?` placeholders), no pg query() elsewhere', () => {
     const helper = path.join('domain', 'db', 'sql.ts');
-    const execute = hits(files, /\b(em|tx|fork|orm\.em|this\.em|deps\.em)\.execute\s*[<(]|\.getKnex\(\)/, (f) => f === helper);
-    const pgQuery = hits(files, /\b(conn|client|c|pool|this\.pool|tx|listener|deps\.pool|db)\.query\s*[<(]/, (f) => f === helper || SERVICE_SCRIPTS(f));
+    // `Sql` values are named `tx` or `db` (or are `sql(...)` calls); pg's pools and connections never are.
+    const execute = hits(files, /\.execute\s*[<(]|\.getKnex\(\)|\.acquireConnection\(/, (f) => f === helper);
+    const pgQuery = hits(files, /\b(?!tx\b|db\b)[A-Za-z_$][\w$]*\.query\s*[<(]|\bquery\(\{/, (f) => f === helper || SERVICE_SCRIPTS(f)).filter(
+      (line) => !/\bsql\([^)]*\)\.query/.test(line) || /\b(?!tx\b|db\b)[A-Za-z_$][\w$]*\.query\s*[<(]/.test(line.replace(/\bsql\([^)]*\)\.query/g, '')),
+    );
     expect([...execute, ...pgQuery]).toEqual([]);
   });
 
