@@ -1,11 +1,12 @@
 import type { Pool } from 'pg';
 import type { EventConsumer, OutboxEvent } from '../events/event-consumer';
-import { compileFilter, asFilter, toPositional } from '../filters';
+import { compileFilter, asFilter } from '../filters';
 import { LruCache } from '../cache/lru';
 import { uuidv7 } from '../ids';
 import type { AutomationGraph } from './graph';
 import type { ExecutionRow } from './automation.entity';
 import { EXECUTION_SELECT } from './automation.entity';
+import { sql } from '../db/sql';
 import { runStartOf, type AutomationRunControl } from './execution.service';
 
 /** What the consumer needs of Temporal: starting runs and signalling waiting ones. */
@@ -26,7 +27,7 @@ interface WaitingRow {
   workflowId: string;
   contactId: string;
   waitingEvent: string;
-  waitSince: Date | string;
+  waitSince: Date;
 }
 
 /** Frozen graph versions never change: cached by automation and version. */
@@ -36,11 +37,11 @@ function graphOf(pool: Pool, automationId: string, version: number): Promise<Aut
   const key = `${automationId}:${version}`;
   const hit = graphs.get(key);
   if (hit) return hit;
-  const pending = pool
-    .query<{ graph: AutomationGraph }>('select graph from automation_versions where automation_id = $1 and version = $2', [automationId, version])
-    .then((r) => {
-      if (!r.rows[0]) throw new Error(`automation ${automationId} has no version ${version}`);
-      return r.rows[0].graph;
+  const pending = sql(pool)
+    .one<{ graph: AutomationGraph }>('select graph from automation_versions where automation_id = $1 and version = $2', [automationId, version])
+    .then((row) => {
+      if (!row) throw new Error(`automation ${automationId} has no version ${version}`);
+      return row.graph;
     });
   graphs.set(key, pending, 1);
   pending.then(
@@ -53,8 +54,7 @@ function graphOf(pool: Pool, automationId: string, version: number): Promise<Aut
 /** Whether the event's data matches a trigger's filter (the filter language over `data.*`, evaluated by Postgres). */
 async function matchesFilter(pool: Pool, projectId: string, eventId: string, filter: Record<string, unknown>): Promise<boolean> {
   const f = compileFilter(asFilter(filter), { projectId, alias: 'e' });
-  const { rows } = await pool.query(`select 1 from events e where e.id = $1 and (${toPositional(f.sql, 1)})`, [eventId, ...f.params]);
-  return rows.length > 0;
+  return (await sql(pool).one(`select 1 from events e where e.id = $1 and (${f.at(2)})`, [eventId, ...f.params])) !== undefined;
 }
 
 /**
@@ -75,26 +75,26 @@ export function createAutomationConsumer(control: () => Promise<AutomationTrigge
       const projects = [...new Set(events.map((e) => e.projectId))];
       const contacts = [...new Set(events.map((e) => e.contactId))];
       const [triggers, waiting] = await Promise.all([
-        pool.query<TriggerRow>(
+        sql(pool).query<TriggerRow>(
           `select id, project_id as "projectId", trigger_event as "triggerEvent", trigger_filter as "triggerFilter", allow_reentry as "allowReentry",
                   published_version as "publishedVersion"
            from automations where enabled and published_version is not null and project_id = any($1::uuid[]) and trigger_event = any($2::text[])`,
           [projects, names],
         ),
-        pool.query<WaitingRow>(
+        sql(pool).query<WaitingRow>(
           `select workflow_id as "workflowId", contact_id as "contactId", waiting_event as "waitingEvent", wait_since as "waitSince"
            from automation_executions where contact_id = any($1::uuid[]) and waiting_event = any($2::text[]) and status = 'WAITING'`,
           [contacts, names],
         ),
       ]);
-      if (triggers.rows.length === 0 && waiting.rows.length === 0) return;
+      if (triggers.length === 0 && waiting.length === 0) return;
       const temporal = await control();
 
       // Runs to start: the first matching event of each (automation, contact) pair in this batch (a later one could
       // only meet the run the first one starts: no second entry while it is active).
       const starts = new Map<string, { event: OutboxEvent; trigger: TriggerRow }>();
       for (const event of events) {
-        for (const t of triggers.rows) {
+        for (const t of triggers) {
           if (t.projectId !== event.projectId || t.triggerEvent !== event.name) continue;
           const key = `${t.id}:${event.contactId}`;
           if (starts.has(key)) continue;
@@ -105,11 +105,11 @@ export function createAutomationConsumer(control: () => Promise<AutomationTrigge
       if (starts.size) await startRuns(pool, temporal, [...starts.values()]);
 
       const signals: Promise<void>[] = [];
-      for (const w of waiting.rows) {
-        const since = new Date(w.waitSince).getTime();
+      for (const w of waiting) {
+        const since = w.waitSince.getTime();
         for (const e of events) {
-          if (e.contactId !== w.contactId || e.name !== w.waitingEvent || new Date(e.createdAt).getTime() < since) continue;
-          signals.push(temporal.signalAutomationEvent({ workflowId: w.workflowId, event: { id: e.id, name: e.name, data: e.data, createdAt: new Date(e.createdAt).toISOString() } }));
+          if (e.contactId !== w.contactId || e.name !== w.waitingEvent || e.createdAt.getTime() < since) continue;
+          signals.push(temporal.signalAutomationEvent({ workflowId: w.workflowId, event: { id: e.id, name: e.name, data: e.data, createdAt: e.createdAt.toISOString() } }));
         }
       }
       await Promise.all(signals);
@@ -128,7 +128,7 @@ async function startRuns(pool: Pool, temporal: AutomationTriggerControl, matches
     if (!graphsByVersion.has(key)) graphsByVersion.set(key, await graphOf(pool, trigger.id, trigger.publishedVersion));
   }
   const entries = matches.map(({ trigger }) => graphsByVersion.get(`${trigger.id}:${trigger.publishedVersion}`)!.entry);
-  await pool.query(
+  await sql(pool).run(
     `insert into automation_executions (id, project_id, automation_id, contact_id, n, version, workflow_id, status, current_step_id, context, trigger_event_id)
      select t.id, t.project_id, t.automation_id, t.contact_id, m.n + 1, t.version, 'automation/' || t.automation_id || '/' || t.contact_id || '/' || (m.n + 1),
             'RUNNING', t.entry, e.data, t.event_id
@@ -150,7 +150,7 @@ async function startRuns(pool: Pool, temporal: AutomationTriggerControl, matches
       matches.map((m) => m.trigger.allowReentry),
     ],
   );
-  const { rows } = await pool.query<ExecutionRow>(
+  const rows = await sql(pool).query<ExecutionRow>(
     `select ${EXECUTION_SELECT} from automation_executions
      where trigger_event_id = any($1::uuid[]) and automation_id = any($2::uuid[]) and status in ('RUNNING', 'WAITING')`,
     [[...new Set(matches.map((m) => m.event.id))], [...new Set(matches.map((m) => m.trigger.id))]],

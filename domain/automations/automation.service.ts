@@ -5,6 +5,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { AppError, conflict, notFound, validationError, type FieldError } from '../errors';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
 import { uuidv7 } from '../ids';
+import { sql } from '../db/sql';
 import { assertSenderDomain } from '../domains/domain.service';
 import { emailDomain } from '../contacts/email-address';
 import { ACTIVE_EXECUTION_STATUSES, AUTOMATION_SELECT, type AutomationRow, type Branch, type StepType } from './automation.entity';
@@ -59,14 +60,14 @@ const STEP_SELECT = 'id, automation_id as "automationId", type, name, config, cr
 const TRANSITION_SELECT = 'id, automation_id as "automationId", from_step_id as "fromStepId", to_step_id as "toStepId", branch, created_at as "createdAt"';
 
 export async function automationRow(em: EntityManager, projectId: string, id: string, lock = false): Promise<AutomationRow> {
-  const [row] = await em.execute<AutomationRow[]>(`select ${AUTOMATION_SELECT} from automations where id = ? and project_id = ?${lock ? ' for update' : ''}`, [id, projectId]);
+  const row = await sql(em).one<AutomationRow>(`select ${AUTOMATION_SELECT} from automations where id = $1 and project_id = $2${lock ? ' for update' : ''}`, [id, projectId]);
   if (!row) throw notFound('Workflow');
   return row;
 }
 
 async function draftOf(em: EntityManager, automationId: string): Promise<{ steps: StepRow[]; transitions: TransitionRow[] }> {
-  const steps = await em.execute<StepRow[]>(`select ${STEP_SELECT} from automation_steps where automation_id = ? order by created_at, id`, [automationId]);
-  const transitions = await em.execute<TransitionRow[]>(`select ${TRANSITION_SELECT} from automation_transitions where automation_id = ? order by created_at, id`, [automationId]);
+  const steps = await sql(em).query<StepRow>(`select ${STEP_SELECT} from automation_steps where automation_id = $1 order by created_at, id`, [automationId]);
+  const transitions = await sql(em).query<TransitionRow>(`select ${TRANSITION_SELECT} from automation_transitions where automation_id = $1 order by created_at, id`, [automationId]);
   return { steps, transitions };
 }
 
@@ -85,8 +86,8 @@ async function graphProblems(em: EntityManager, a: AutomationRow, draft: DraftGr
   if (!a.triggerEvent) problems.push({ field: 'triggerEvent', message: 'The trigger has no event name (set triggerEvent)', code: 'no_trigger' });
   const sends = draft.steps.filter((s): s is Extract<GraphStep, { type: 'SEND_EMAIL' }> => s.type === 'SEND_EMAIL');
   if (sends.length === 0) return problems;
-  const templates = await em.execute<{ id: string; fromEmail: string | null }[]>(
-    'select id, from_email as "fromEmail" from templates where project_id = ? and id = any(?::uuid[])',
+  const templates = await sql(em).query<{ id: string; fromEmail: string | null }>(
+    'select id, from_email as "fromEmail" from templates where project_id = $1 and id = any($2::uuid[])',
     [a.projectId, `{${[...new Set(sends.map((s) => s.config.templateId))].join(',')}}`],
   );
   const byId = new Map(templates.map((t) => [t.id, t]));
@@ -131,11 +132,11 @@ async function publish(em: EntityManager, a: AutomationRow): Promise<{ graph: Au
   const problems = await graphProblems(em, a, draft);
   if (problems.length) return { problems };
   const graph = freezeGraph(draft, a.graphVersion);
-  await em.execute(
-    `insert into automation_versions (automation_id, version, graph) values (?, ?, ?::jsonb) on conflict (automation_id, version) do nothing`,
+  await sql(em).run(
+    `insert into automation_versions (automation_id, version, graph) values ($1, $2, $3::jsonb) on conflict (automation_id, version) do nothing`,
     [a.id, a.graphVersion, JSON.stringify(graph)],
   );
-  await em.execute('update automations set published_version = ? where id = ?', [a.graphVersion, a.id]);
+  await sql(em).run('update automations set published_version = $1 where id = $2', [a.graphVersion, a.id]);
   a.publishedVersion = a.graphVersion;
   return { graph };
 }
@@ -157,7 +158,7 @@ export async function graphForStart(em: EntityManager, projectId: string, id: st
 }
 
 async function loadVersion(em: EntityManager, automationId: string, version: number): Promise<AutomationGraph> {
-  const [row] = await em.execute<{ graph: AutomationGraph }[]>('select graph from automation_versions where automation_id = ? and version = ?', [automationId, version]);
+  const row = await sql(em).one<{ graph: AutomationGraph }>('select graph from automation_versions where automation_id = $1 and version = $2', [automationId, version]);
   if (!row) throw new Error(`automation ${automationId} has no version ${version}`);
   return row.graph;
 }
@@ -167,7 +168,7 @@ async function editGraph<T>(em: EntityManager, projectId: string, id: string, ch
   return em.transactional(async (tx) => {
     const a = await automationRow(tx, projectId, id, true);
     const result = await change(tx, a);
-    await tx.execute('update automations set graph_version = graph_version + 1, updated_at = now() where id = ?', [a.id]);
+    await sql(tx).run('update automations set graph_version = graph_version + 1, updated_at = now() where id = $1', [a.id]);
     a.graphVersion += 1;
     if (a.enabled) await publish(tx, a);
     return result;
@@ -183,14 +184,14 @@ export async function getAutomation(em: EntityManager, projectId: string, id: st
 export async function listAutomations(em: EntityManager, projectId: string, q: { limit: number; cursor?: string; enabled?: boolean }): Promise<CursorPage<AutomationRow>> {
   const after = decodeCursor(q.cursor) ?? null;
   const enabled = q.enabled ?? null;
-  const rows = await em.execute<AutomationRow[]>(
-    `select ${AUTOMATION_SELECT} from automations where project_id = ? and (?::uuid is null or id < ?::uuid) and (?::boolean is null or enabled = ?::boolean)
-     order by id desc limit ?`,
+  const rows = await sql(em).query<AutomationRow>(
+    `select ${AUTOMATION_SELECT} from automations where project_id = $1 and ($2::uuid is null or id < $3::uuid) and ($4::boolean is null or enabled = $5::boolean)
+     order by id desc limit $6`,
     [projectId, after, after, enabled, enabled, q.limit + 1],
   );
   let total = 0;
   if (!after) {
-    const [count] = await em.execute<{ n: number }[]>('select count(*)::int as n from automations where project_id = ? and (?::boolean is null or enabled = ?::boolean)', [projectId, enabled, enabled]);
+    const count = await sql(em).one<{ n: number }>('select count(*)::int as n from automations where project_id = $1 and ($2::boolean is null or enabled = $3::boolean)', [projectId, enabled, enabled]);
     total = count!.n;
   }
   return toPage(rows, q.limit, total);
@@ -198,9 +199,9 @@ export async function listAutomations(em: EntityManager, projectId: string, q: {
 
 export async function createAutomation(em: EntityManager, projectId: string, input: AutomationInput & { name: string }): Promise<AutomationDetail> {
   const id = uuidv7();
-  await em.execute(
+  await sql(em).run(
     `insert into automations (id, project_id, name, description, trigger_type, trigger_event, trigger_filter, enabled, allow_reentry, webhook_secret)
-     values (?, ?, ?, ?, 'EVENT', ?, ?::jsonb, false, ?, ?)`,
+     values ($1, $2, $3, $4, 'EVENT', $5, $6::jsonb, false, $7, $8)`,
     [id, projectId, input.name, input.description ?? null, input.triggerEvent ?? null, input.triggerFilter ? JSON.stringify(input.triggerFilter) : null, input.allowReentry ?? false, newWebhookSecret()],
   );
   return getAutomation(em, projectId, id);
@@ -218,8 +219,8 @@ export async function updateAutomation(em: EntityManager, projectId: string, id:
     const set: string[] = [];
     const values: unknown[] = [];
     const assign = (column: string, value: unknown, cast = '') => {
-      set.push(`${column} = ?${cast}`);
       values.push(value);
+      set.push(`${column} = $${values.length}${cast}`);
     };
     if (input.name !== undefined) assign('name', input.name);
     if (input.description !== undefined) assign('description', input.description);
@@ -232,7 +233,7 @@ export async function updateAutomation(em: EntityManager, projectId: string, id:
     const graphChanged = input.entryStepId !== undefined && input.entryStepId !== a.entryStepId;
     if (input.entryStepId !== undefined) {
       if (input.entryStepId !== null) {
-        const [step] = await tx.execute('select 1 from automation_steps where id = ? and automation_id = ?', [input.entryStepId, a.id]);
+        const step = await sql(tx).one('select 1 from automation_steps where id = $1 and automation_id = $2', [input.entryStepId, a.id]);
         if (!step) throw validationError([{ field: 'entryStepId', message: 'entryStepId must be a step of this workflow', code: 'not_found' }]);
       }
       assign('entry_step_id', input.entryStepId);
@@ -244,7 +245,7 @@ export async function updateAutomation(em: EntityManager, projectId: string, id:
     }
     const enabled = input.enabled ?? a.enabled;
     if (input.enabled !== undefined) assign('enabled', input.enabled);
-    if (set.length) await tx.execute(`update automations set ${set.join(', ')}, updated_at = now() where id = ?`, [...values, a.id]);
+    if (set.length) await sql(tx).run(`update automations set ${set.join(', ')}, updated_at = now() where id = $${values.length + 1}`, [...values, a.id]);
     if (enabled && (input.enabled === true || graphChanged || input.triggerEvent !== undefined)) {
       a.enabled = true;
       const published = await publish(tx, a);
@@ -259,14 +260,14 @@ export async function updateAutomation(em: EntityManager, projectId: string, id:
 export async function deleteAutomation(em: EntityManager, projectId: string, id: string): Promise<void> {
   await em.transactional(async (tx) => {
     const a = await automationRow(tx, projectId, id, true);
-    const [active] = await tx.execute<{ n: number }[]>('select count(*)::int as n from automation_executions where automation_id = ? and status = any(?::text[])', [
+    const active = await sql(tx).one<{ n: number }>('select count(*)::int as n from automation_executions where automation_id = $1 and status = any($2::text[])', [
       a.id,
       pgTextArray(ACTIVE_EXECUTION_STATUSES),
     ]);
     if (active!.n > 0) {
       throw conflict('WORKFLOW_ACTIVE', `The workflow has ${active!.n} active execution${active!.n === 1 ? '' : 's'}`, 'Cancel them (POST /workflows/:id/executions/cancel-all) or wait until they finish, then delete.');
     }
-    await tx.execute('delete from automations where id = ?', [a.id]);
+    await sql(tx).run('delete from automations where id = $1', [a.id]);
   });
 }
 
@@ -280,12 +281,12 @@ export interface StepInput {
 export async function addStep(em: EntityManager, projectId: string, automationId: string, input: StepInput): Promise<StepRow> {
   return editGraph(em, projectId, automationId, async (tx, a) => {
     const id = uuidv7();
-    const [step] = await tx.execute<StepRow[]>(
-      `insert into automation_steps (id, automation_id, type, name, config) values (?, ?, ?, ?, ?::jsonb) returning ${STEP_SELECT}`,
+    const step = await sql(tx).one<StepRow>(
+      `insert into automation_steps (id, automation_id, type, name, config) values ($1, $2, $3, $4, $5::jsonb) returning ${STEP_SELECT}`,
       [id, a.id, input.type, input.name ?? null, JSON.stringify(input.config)],
     );
     if (!a.entryStepId) {
-      await tx.execute('update automations set entry_step_id = ? where id = ?', [id, a.id]);
+      await sql(tx).run('update automations set entry_step_id = $1 where id = $2', [id, a.id]);
       a.entryStepId = id;
     }
     return step!;
@@ -293,7 +294,7 @@ export async function addStep(em: EntityManager, projectId: string, automationId
 }
 
 async function stepRow(em: EntityManager, automationId: string, stepId: string): Promise<StepRow> {
-  const [step] = await em.execute<StepRow[]>(`select ${STEP_SELECT} from automation_steps where id = ? and automation_id = ?`, [stepId, automationId]);
+  const step = await sql(em).one<StepRow>(`select ${STEP_SELECT} from automation_steps where id = $1 and automation_id = $2`, [stepId, automationId]);
   if (!step) throw notFound('Step');
   return step;
 }
@@ -312,9 +313,9 @@ export async function updateStep(
   return editGraph(em, projectId, automationId, async (tx, a) => {
     const current = await stepRow(tx, a.id, stepId); // 404 for a step not in this workflow, config or not
     const config = input.config?.(current.type);
-    const [step] = await tx.execute<StepRow[]>(
-      `update automation_steps set name = case when ?::boolean then ? else name end, config = coalesce(?::jsonb, config), updated_at = now()
-       where id = ? returning ${STEP_SELECT}`,
+    const step = await sql(tx).one<StepRow>(
+      `update automation_steps set name = case when $1::boolean then $2 else name end, config = coalesce($3::jsonb, config), updated_at = now()
+       where id = $4 returning ${STEP_SELECT}`,
       [input.name !== undefined, input.name ?? null, config ? JSON.stringify(config) : null, stepId],
     );
     return step!;
@@ -328,26 +329,26 @@ export async function updateStep(
 export async function deleteStep(em: EntityManager, projectId: string, automationId: string, stepId: string, splice: boolean): Promise<void> {
   await editGraph(em, projectId, automationId, async (tx, a) => {
     await stepRow(tx, a.id, stepId);
-    const out = await tx.execute<{ toStepId: string }[]>('select to_step_id as "toStepId" from automation_transitions where from_step_id = ? and to_step_id <> from_step_id', [stepId]);
+    const out = await sql(tx).query<{ toStepId: string }>('select to_step_id as "toStepId" from automation_transitions where from_step_id = $1 and to_step_id <> from_step_id', [stepId]);
     const successor = splice && out.length === 1 ? out[0]!.toStepId : null;
     if (splice && out.length > 1) {
       throw validationError([{ field: 'splice', message: 'The step has two outgoing branches; splice cannot tell which one to reconnect to. Delete a branch first, or delete without splice.', code: 'ambiguous_splice' }]);
     }
     if (successor) {
       // Edges into the step now lead to its successor; one that would duplicate an exit already taken is dropped.
-      await tx.execute(
-        `update automation_transitions t set to_step_id = ? where t.to_step_id = ? and t.from_step_id <> ?`,
+      await sql(tx).run(
+        `update automation_transitions t set to_step_id = $1 where t.to_step_id = $2 and t.from_step_id <> $3`,
         [successor, stepId, stepId],
       );
     }
-    if (a.entryStepId === stepId) await tx.execute('update automations set entry_step_id = ? where id = ?', [successor, a.id]);
-    await tx.execute('delete from automation_steps where id = ?', [stepId]);
+    if (a.entryStepId === stepId) await sql(tx).run('update automations set entry_step_id = $1 where id = $2', [successor, a.id]);
+    await sql(tx).run('delete from automation_steps where id = $1', [stepId]);
   });
 }
 
 export async function addTransition(em: EntityManager, projectId: string, automationId: string, input: { fromStepId: string; toStepId: string; branch?: Branch | null }): Promise<TransitionRow> {
   return editGraph(em, projectId, automationId, async (tx, a) => {
-    const steps = await tx.execute<{ id: string; type: StepType }[]>('select id, type from automation_steps where automation_id = ? and id in (?, ?)', [a.id, input.fromStepId, input.toStepId]);
+    const steps = await sql(tx).query<{ id: string; type: StepType }>('select id, type from automation_steps where automation_id = $1 and id in ($2, $3)', [a.id, input.fromStepId, input.toStepId]);
     const errors: FieldError[] = [];
     const from = steps.find((s) => s.id === input.fromStepId);
     if (!from) errors.push({ field: 'fromStepId', message: 'fromStepId must be a step of this workflow', code: 'not_found' });
@@ -363,8 +364,8 @@ export async function addTransition(em: EntityManager, projectId: string, automa
     }
     if (errors.length) throw validationError(errors);
     try {
-      const [row] = await tx.execute<TransitionRow[]>(
-        `insert into automation_transitions (id, automation_id, from_step_id, to_step_id, branch) values (?, ?, ?, ?, ?) returning ${TRANSITION_SELECT}`,
+      const row = await sql(tx).one<TransitionRow>(
+        `insert into automation_transitions (id, automation_id, from_step_id, to_step_id, branch) values ($1, $2, $3, $4, $5) returning ${TRANSITION_SELECT}`,
         [uuidv7(), a.id, input.fromStepId, input.toStepId, input.branch ?? null],
       );
       return row!;
@@ -380,7 +381,7 @@ export async function addTransition(em: EntityManager, projectId: string, automa
 
 export async function deleteTransition(em: EntityManager, projectId: string, automationId: string, transitionId: string): Promise<void> {
   await editGraph(em, projectId, automationId, async (tx, a) => {
-    const gone = await tx.execute('delete from automation_transitions where id = ? and automation_id = ? returning id', [transitionId, a.id]);
-    if (gone.length === 0) throw notFound('Transition');
+    const gone = await sql(tx).run('delete from automation_transitions where id = $1 and automation_id = $2', [transitionId, a.id]);
+    if (gone === 0) throw notFound('Transition');
   });
 }

@@ -4,6 +4,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { conflict, notFound, validationError } from '../errors';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
 import { uuidv7 } from '../ids';
+import { sql } from '../db/sql';
 import { closedOutside } from '../temporal-mirror';
 import { persistThenStart } from '../workflow-start';
 import { normalizeEmail } from '../contacts/email-address';
@@ -63,8 +64,8 @@ export async function startExecution(
 ): Promise<ExecutionDetail> {
   await automationRow(em, projectId, automationId);
   const byId = 'contactId' in input;
-  const [contact] = await em.execute<{ id: string }[]>(
-    byId ? 'select id from contacts where project_id = ? and id = ?' : 'select id from contacts where project_id = ? and email = ?',
+  const contact = await sql(em).one<{ id: string }>(
+    byId ? 'select id from contacts where project_id = $1 and id = $2' : 'select id from contacts where project_id = $1 and email = $2',
     [projectId, byId ? input.contactId : normalizeEmail(input.email)],
   );
   if (!contact) throw validationError([{ field: byId ? 'contactId' : 'email', message: 'No such contact in this project', code: 'not_found' }]);
@@ -72,10 +73,10 @@ export async function startExecution(
   const row = await persistThenStart({
     persist: async () => {
       try {
-        const [r] = await em.execute<ExecutionRow[]>(
+        const r = await sql(em).one<ExecutionRow>(
           `insert into automation_executions (id, project_id, automation_id, contact_id, n, version, workflow_id, status, current_step_id, context)
-           select ?::uuid, ?::uuid, ?::uuid, ?::uuid, m.n, ?::int, 'automation/' || ? || '/' || ? || '/' || m.n, 'RUNNING', ?::uuid, ?::jsonb
-           from (select coalesce(max(n), 0) + 1 as n from automation_executions where automation_id = ? and contact_id = ?) m
+           select $1::uuid, $2::uuid, $3::uuid, $4::uuid, m.n, $5::int, 'automation/' || $6::text || '/' || $7::text || '/' || m.n, 'RUNNING', $8::uuid, $9::jsonb
+           from (select coalesce(max(n), 0) + 1 as n from automation_executions where automation_id = $10 and contact_id = $11) m
            returning ${EXECUTION_SELECT}`,
           [uuidv7(), projectId, automation.id, contact.id, graph.version, automation.id, contact.id, graph.entry, JSON.stringify(input.context ?? {}), automation.id, contact.id],
         );
@@ -88,7 +89,7 @@ export async function startExecution(
       }
     },
     start: (r) => control.startAutomationRun(runStartOf(r, graph)),
-    compensate: (r) => em.execute('delete from automation_executions where id = ?', [r.id]),
+    compensate: (r) => sql(em).run('delete from automation_executions where id = $1', [r.id]),
     unavailable: 'The execution could not be started (Temporal is unavailable); nothing was kept',
     log: { automationId, contactId: contact.id },
   });
@@ -115,9 +116,9 @@ async function mirrorTemporal(em: EntityManager, control: AutomationRunControl, 
       if (x.status !== 'RUNNING' && x.status !== 'WAITING') return x;
       const closed = await closedOutside(() => control.automationRunStatus({ workflowId: x.workflowId }), 'the run', { executionId: x.id });
       if (!closed) return x;
-      const [updated] = await em.execute<ExecutionRow[]>(
-        `update automation_executions set status = ?, status_reason = ?, waiting_event = null, next_wake_at = null, finished_at = now(), updated_at = now()
-         where id = ? and status = any(?::text[]) returning ${EXECUTION_SELECT}`,
+      const updated = await sql(em).one<ExecutionRow>(
+        `update automation_executions set status = $1, status_reason = $2, waiting_event = null, next_wake_at = null, finished_at = now(), updated_at = now()
+         where id = $3 and status = any($4::text[]) returning ${EXECUTION_SELECT}`,
         [closed.status, closed.reason, x.id, ACTIVE],
       );
       return updated ?? x;
@@ -136,16 +137,16 @@ export async function listExecutions(
   const after = decodeCursor(q.cursor) ?? null;
   const status = q.status ?? null;
   const contact = q.contactId ?? null;
-  const rows = await em.execute<ExecutionRow[]>(
+  const rows = await sql(em).query<ExecutionRow>(
     `select ${EXECUTION_SELECT} from automation_executions
-     where automation_id = ? and (?::uuid is null or id < ?::uuid) and (?::text is null or status = ?::text) and (?::uuid is null or contact_id = ?::uuid)
-     order by id desc limit ?`,
+     where automation_id = $1 and ($2::uuid is null or id < $3::uuid) and ($4::text is null or status = $5::text) and ($6::uuid is null or contact_id = $7::uuid)
+     order by id desc limit $8`,
     [automationId, after, after, status, status, contact, contact, q.limit + 1],
   );
   let total = 0;
   if (!after) {
-    const [count] = await em.execute<{ n: number }[]>(
-      'select count(*)::int as n from automation_executions where automation_id = ? and (?::text is null or status = ?::text) and (?::uuid is null or contact_id = ?::uuid)',
+    const count = await sql(em).one<{ n: number }>(
+      'select count(*)::int as n from automation_executions where automation_id = $1 and ($2::text is null or status = $3::text) and ($4::uuid is null or contact_id = $5::uuid)',
       [automationId, status, status, contact, contact],
     );
     total = count!.n;
@@ -155,7 +156,7 @@ export async function listExecutions(
 }
 
 async function executionRow(em: EntityManager, projectId: string, automationId: string, executionId: string): Promise<ExecutionRow> {
-  const [row] = await em.execute<ExecutionRow[]>(`select ${EXECUTION_SELECT} from automation_executions where id = ? and automation_id = ? and project_id = ?`, [
+  const row = await sql(em).one<ExecutionRow>(`select ${EXECUTION_SELECT} from automation_executions where id = $1 and automation_id = $2 and project_id = $3`, [
     executionId,
     automationId,
     projectId,
@@ -166,8 +167,8 @@ async function executionRow(em: EntityManager, projectId: string, automationId: 
 
 export async function getExecution(em: EntityManager, control: AutomationRunControl, projectId: string, automationId: string, executionId: string): Promise<ExecutionDetail> {
   const [row] = await mirrorTemporal(em, control, [await executionRow(em, projectId, automationId, executionId)]);
-  const steps = await em.execute<ExecutionStepRow[]>(
-    'select seq, step_id as "stepId", type, started_at as "startedAt", finished_at as "finishedAt", outcome from automation_execution_steps where execution_id = ? order by seq',
+  const steps = await sql(em).query<ExecutionStepRow>(
+    'select seq, step_id as "stepId", type, started_at as "startedAt", finished_at as "finishedAt", outcome from automation_execution_steps where execution_id = $1 order by seq',
     [executionId],
   );
   return { ...row!, steps };
@@ -194,12 +195,13 @@ export async function cancelExecution(em: EntityManager, control: AutomationRunC
  */
 export async function cancelAllExecutions(em: EntityManager, control: AutomationRunControl, projectId: string, automationId: string): Promise<{ jobId: string; workflowId: string; active: number }> {
   const a = await automationRow(em, projectId, automationId);
-  const [count] = await em.execute<{ n: number; now: Date | string }[]>(
-    'select count(*)::int as n, now() as now from automation_executions where automation_id = ? and status = any(?::text[])',
+  // `now` as text: Postgres' microseconds, so a run started in the same millisecond before the request is included.
+  const count = await sql(em).one<{ n: number; now: string }>(
+    'select count(*)::int as n, now()::text as now from automation_executions where automation_id = $1 and status = any($2::text[])',
     [a.id, ACTIVE],
   );
   const requestId = uuidv7();
-  const workflowId = await control.startAutomationCancelAll({ projectId, automationId: a.id, requestId, before: new Date(count!.now).toISOString() });
+  const workflowId = await control.startAutomationCancelAll({ projectId, automationId: a.id, requestId, before: count!.now });
   return { jobId: requestId, workflowId, active: count!.n };
 }
 
@@ -214,10 +216,10 @@ export async function cancelExecutionsPage(
   control: Pick<AutomationRunControl, 'cancelAutomationRun'>,
   input: { automationId: string; before: string; cursor: string | null; heartbeat?: (cursor: string) => void },
 ): Promise<{ cancelled: number; cursor: string | null }> {
-  const rows = await em.execute<{ id: string; workflowId: string }[]>(
+  const rows = await sql(em).query<{ id: string; workflowId: string }>(
     `select id, workflow_id as "workflowId" from automation_executions
-     where automation_id = ? and status = any(?::text[]) and started_at <= ? and (?::uuid is null or id > ?::uuid)
-     order by id limit ?`,
+     where automation_id = $1 and status = any($2::text[]) and started_at <= $3 and ($4::uuid is null or id > $5::uuid)
+     order by id limit $6`,
     [input.automationId, ACTIVE, input.before, input.cursor, input.cursor, CANCEL_PAGE],
   );
   const parallel = 20;

@@ -5,7 +5,7 @@ import { uuidFromName } from '../ids';
 import { AppError } from '../errors';
 import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type TemplateParts } from '../compose/composer';
 import { insertEmails } from '../emails/email-intake';
-import { preparedQuery } from '../prepared';
+import { sql } from '../db/sql';
 import { deliverBatch, markEmailsFailed } from '../emails/delivery';
 import type { SecretBox } from '../domains/secret-box';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
@@ -70,9 +70,7 @@ export interface ProgressResult {
 export async function recordProgress(em: EntityManager, input: ProgressInput): Promise<ProgressResult> {
   const f = input.finished;
   const status = input.end?.status ?? input.next!.status;
-  const [row] = await preparedQuery<{ contactExists: boolean; waitSince: Date | string | null }>(
-    em,
-    'automation_progress',
+  const row = await sql(em).one<{ contactExists: boolean; waitSince: Date | null }>(
     `with fin as (
        insert into automation_execution_steps (execution_id, seq, step_id, type, started_at, finished_at, outcome, project_id, automation_id)
        select $1::uuid, $2::int, $3::uuid, $4::text, to_timestamp($5::double precision / 1000), now(), $6::jsonb, x.project_id, x.automation_id
@@ -100,17 +98,18 @@ export async function recordProgress(em: EntityManager, input: ProgressInput): P
       status, input.end ? null : input.next!.stepId, input.next?.waitingEvent ?? null, input.next?.wakeInMs ?? null, input.end?.reason ?? null,
       input.end !== undefined, input.contactId, input.projectId,
     ],
+    'automation_progress',
   );
   const result: ProgressResult = { contactGone: !row!.contactExists };
   if (input.next?.waitingEvent && row!.waitSince) {
-    const since = new Date(row!.waitSince);
+    const since = row!.waitSince;
     result.waitSince = since.toISOString();
-    const [event] = await em.execute<{ id: string; name: string; data: Record<string, unknown>; createdAt: Date | string }[]>(
+    const event = await sql(em).one<{ id: string; name: string; data: Record<string, unknown>; createdAt: Date }>(
       `select id, name, data, created_at as "createdAt" from events
-       where project_id = ? and contact_id = ? and name = ? and created_at >= ? order by created_at, id limit 1`,
+       where project_id = $1 and contact_id = $2 and name = $3 and created_at >= $4 order by created_at, id limit 1`,
       [input.projectId, input.contactId, input.next.waitingEvent, since],
     );
-    if (event) result.waitedEvent = { ...event, createdAt: new Date(event.createdAt).toISOString() };
+    if (event) result.waitedEvent = { ...event, createdAt: event.createdAt.toISOString() };
   }
   return result;
 }
@@ -143,15 +142,13 @@ export interface SendStepDeps {
 export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input: SendStepInput): Promise<StepOutcome> {
   const emailId = uuidFromName(`${input.workflowId}#${input.seq}`);
   // Everything the step reads, in one round trip (a prepared statement: every step of every run runs it).
-  const [row] = await preparedQuery<{
+  const row = await sql(em).one<{
     existing: { status: string; createdAt: string; error: string | null } | null;
     contact: { email: string; data: ContactData } | null;
     template: TemplateParts | null;
     settings: Partial<ProjectSettings> | null;
     billing: { plan: string; emails: string | null } | null;
   }>(
-    em,
-    'automation_send_read',
     `select (select json_build_object('status', status, 'createdAt', created_at, 'error', error) from emails where id = $1) as existing,
             (select json_build_object('email', email, 'data', data) from contacts where id = $2 and project_id = $3) as contact,
             (select json_build_object('id', id, 'type', type, 'subject', subject, 'body', body, 'from', from_email, 'fromName', from_name, 'replyTo', reply_to)
@@ -159,6 +156,7 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
             (select settings from projects where id = $3) as settings,
             (select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing`,
     [emailId, input.contactId, input.projectId, input.config.templateId],
+    'automation_send_read',
   );
   let existing = row!.existing;
   if (!existing) {
@@ -213,7 +211,7 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
       return { emailId, status: 'FAILED', error: outcome.error };
     default: {
       // Claimed by nobody (final meanwhile, or deleted with its contact): say what it is now.
-      const [now] = await em.execute<{ status: string }[]>('select status from emails where id = ?', [emailId]);
+      const now = await sql(em).one<{ status: string }>('select status from emails where id = $1', [emailId]);
       return { emailId, status: now?.status ?? 'DELETED' };
     }
   }
@@ -261,9 +259,9 @@ export async function sendEmailWithRecords(
 /** CONDITION: the filter evaluated against the contact and its events now. */
 export async function conditionStep(em: EntityManager, input: RunRef & { filter: Record<string, unknown> }): Promise<StepOutcome & { matched: boolean }> {
   const f = compileFilter(asFilter(input.filter), { projectId: input.projectId, alias: 'c' });
-  const [row] = await em.execute<{ found: boolean; matched: boolean }[]>(
-    `select exists (select 1 from contacts c where c.id = ? and c.project_id = ?) as found,
-            exists (select 1 from contacts c where c.id = ? and c.project_id = ? and (${f.sql})) as matched`,
+  const row = await sql(em).one<{ found: boolean; matched: boolean }>(
+    `select exists (select 1 from contacts c where c.id = $1 and c.project_id = $2) as found,
+            exists (select 1 from contacts c where c.id = $3 and c.project_id = $4 and (${f.at(5)})) as matched`,
     [input.contactId, input.projectId, input.contactId, input.projectId, ...f.params],
   );
   if (!row!.found) return { contactGone: true, matched: false };
@@ -299,10 +297,10 @@ export async function webhookStep(
   opts: { allowPrivateNetworks: boolean; allowedNetworks: readonly string[]; timeoutMs: number },
   input: WebhookStepInput,
 ): Promise<StepOutcome> {
-  const [row] = await em.execute<{ secret: string; name: string; email: string | null; subscribed: boolean | null; data: ContactData | null; context: Record<string, unknown> | null }[]>(
+  const row = await sql(em).one<{ secret: string; name: string; email: string | null; subscribed: boolean | null; data: ContactData | null; context: Record<string, unknown> | null }>(
     `select a.webhook_secret as secret, a.name, c.email, c.subscribed, c.data, x.context
-     from automations a left join contacts c on c.id = ? and c.project_id = a.project_id left join automation_executions x on x.id = ?
-     where a.id = ? and a.project_id = ?`,
+     from automations a left join contacts c on c.id = $1 and c.project_id = a.project_id left join automation_executions x on x.id = $2
+     where a.id = $3 and a.project_id = $4`,
     [input.contactId, input.executionId, input.automationId, input.projectId],
   );
   if (!row) throw ApplicationFailure.nonRetryable('The workflow no longer exists', 'WebhookRefused');
