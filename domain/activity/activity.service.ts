@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { PoolClient, QueryResultRow } from 'pg';
+import type { QueryResultRow } from 'pg';
+import { sql } from '../db/sql';
 import { validationError } from '../errors';
 import {
   ACTIVITY_TYPES,
@@ -56,17 +57,6 @@ interface Row extends QueryResultRow {
   automation_id: string | null;
   execution_id: string | null;
   data: Record<string, unknown> | null;
-}
-
-/** Runs one statement, planned for its values (the feed's filters vary too much for one generic plan). */
-async function query<T extends QueryResultRow>(em: EntityManager, text: string, values: unknown[]): Promise<T[]> {
-  const client = em.getConnection().getKnex().client;
-  const conn = (await client.acquireConnection()) as PoolClient;
-  try {
-    return (await conn.query<T>(text, values)).rows;
-  } finally {
-    await client.releaseConnection(conn);
-  }
 }
 
 function encodeCursor(r: Row): string {
@@ -204,7 +194,7 @@ function present(r: Row): ActivityItem {
 async function activityTotal(em: EntityManager, q: FeedQuery, types: readonly string[]): Promise<number> {
   const sources = sourcesOf(types);
   const counts: Promise<number>[] = [];
-  const one = async (text: string, values: unknown[]) => Number((await query<{ n: string }>(em, text, values))[0]?.n ?? 0);
+  const one = async (text: string, values: unknown[]) => Number((await sql(em).query<{ n: string }>(text, values))[0]?.n ?? 0);
   const typeFilter = eventTypeFilterSql('e', types) ?? `${eventTypeSql('e')} is not null`;
   const eventsIn = (from: Date | undefined, to: Date | undefined, extra: string[] = [], extraValues: unknown[] = []) => {
     const p = new Params();
@@ -224,8 +214,7 @@ async function activityTotal(em: EntityManager, q: FeedQuery, types: readonly st
       counts.push(
         (async () => {
           if (lo && hi && lo.getTime() >= hi.getTime()) return eventsIn(q.from, q.to); // within one hour: the index alone
-          const rows = await query<{ name: string; system: boolean; n: string }>(
-            em,
+          const rows = await sql(em).query<{ name: string; system: boolean; n: string }>(
             `select name, bool_or(system) as system, sum(count)::text as n from event_name_hourly
              where project_id = $1 and ($2::timestamptz is null or hour >= $2) and ($3::timestamptz is null or hour < $3) group by name`,
             [q.projectId, lo ?? null, hi ?? null],
@@ -275,7 +264,7 @@ export async function activityFeed(em: EntityManager, projectId: string, q: Acti
     sources.has('campaign') ? campaignsSql(fq, types, after, q.limit + 1) : undefined,
     sources.has('automation') ? stepsSql(fq, types, after, q.limit + 1) : undefined,
   ].filter((s): s is [string, unknown[]] => s !== undefined);
-  const [pages, total] = await Promise.all([Promise.all(statements.map(([text, values]) => query<Row>(em, text, values))), after ? 0 : activityTotal(em, fq, types)]);
+  const [pages, total] = await Promise.all([Promise.all(statements.map(([text, values]) => sql(em).query<Row>(text, values))), after ? 0 : activityTotal(em, fq, types)]);
   const rows = pages.flat().sort(newer);
   const hasMore = rows.length > q.limit;
   const page = rows.slice(0, q.limit);
@@ -303,13 +292,12 @@ export async function activityStats(
   const to = ceilHour(toIn.getTime() === from.getTime() ? new Date(toIn.getTime() + 1) : toIn);
   const counts = Object.fromEntries(ACTIVITY_TYPE_NAMES.map((t) => [t, 0])) as Record<ActivityType, number>;
   const [names, campaigns, steps] = await Promise.all([
-    query<{ name: string; system: boolean; n: string }>(
-      em,
+    sql(em).query<{ name: string; system: boolean; n: string }>(
       `select name, bool_or(system) as system, sum(count)::text as n from event_name_hourly where project_id = $1 and hour >= $2 and hour < $3 group by name`,
       [projectId, from, to],
     ),
     campaignCounts(em, projectId, from, to),
-    query<{ n: string }>(em, `select count(*)::text as n from automation_execution_steps where project_id = $1 and finished_at >= $2 and finished_at < $3`, [projectId, from, to]),
+    sql(em).query<{ n: string }>(`select count(*)::text as n from automation_execution_steps where project_id = $1 and finished_at >= $2 and finished_at < $3`, [projectId, from, to]),
   ]);
   for (const r of names) {
     const type = activityTypeOfEvent(r.name, r.system);
@@ -323,8 +311,7 @@ export async function activityStats(
 
 /** Campaign starts and ends in [from, to). */
 async function campaignCounts(em: EntityManager, projectId: string, from: Date, to: Date): Promise<Partial<Record<ActivityType, number>>> {
-  const rows = await query<{ type: ActivityType; n: string }>(
-    em,
+  const rows = await sql(em).query<{ type: ActivityType; n: string }>(
     `select 'campaign.started' as type, count(*)::text as n from campaigns where project_id = $1 and started_at >= $2 and started_at < $3
      union all
      select (case status ${Object.entries(CAMPAIGN_END_TYPE).map(([s, t]) => `when '${s}' then '${t}'`).join(' ')} end), count(*)::text
@@ -343,19 +330,17 @@ export async function activityRecentCount(em: EntityManager, projectId: string, 
   if (since.getTime() > now.getTime()) return { since: since.toISOString(), count: 0 };
   const nextHour = ceilHour(new Date(since.getTime() + 1));
   const [rollup, partial, campaigns, steps] = await Promise.all([
-    query<{ name: string; system: boolean; n: string }>(
-      em,
+    sql(em).query<{ name: string; system: boolean; n: string }>(
       `select name, bool_or(system) as system, sum(count)::text as n from event_name_hourly where project_id = $1 and hour >= $2 group by name`,
       [projectId, nextHour],
     ),
-    query<{ name: string; system: boolean; n: string }>(
-      em,
+    sql(em).query<{ name: string; system: boolean; n: string }>(
       `select name, bool_or(source = 'SYSTEM') as system, count(*)::text as n from events
        where project_id = $1 and created_at >= $2 and created_at < $3 group by name`,
       [projectId, since, nextHour],
     ),
     campaignCounts(em, projectId, since, new Date('9999-12-31T00:00:00Z')),
-    query<{ n: string }>(em, `select count(*)::text as n from automation_execution_steps where project_id = $1 and finished_at >= $2`, [projectId, since]),
+    sql(em).query<{ n: string }>(`select count(*)::text as n from automation_execution_steps where project_id = $1 and finished_at >= $2`, [projectId, since]),
   ]);
   let count = Number(steps[0]!.n) + Object.values(campaigns).reduce((a, b) => a + b, 0);
   for (const r of [...rollup, ...partial]) if (activityTypeOfEvent(r.name, r.system)) count += Number(r.n);
@@ -377,13 +362,11 @@ export interface UpcomingItem {
 /** Scheduled campaigns and automation runs with a timed wake-up (a delay, a wait's timeout), soonest first. */
 export async function activityUpcoming(em: EntityManager, projectId: string, limit: number): Promise<{ data: UpcomingItem[] }> {
   const [campaigns, runs] = await Promise.all([
-    query<{ at: Date; id: string; name: string }>(
-      em,
+    sql(em).query<{ at: Date; id: string; name: string }>(
       `select scheduled_at as at, id, name from campaigns where project_id = $1 and status = 'SCHEDULED' and scheduled_at is not null order by scheduled_at, id limit $2`,
       [projectId, limit],
     ),
-    query<{ at: Date; id: string; automation_id: string; contact_id: string; step_id: string | null; waiting_event: string | null; status: string; step_name: string | null; step_type: string | null }>(
-      em,
+    sql(em).query<{ at: Date; id: string; automation_id: string; contact_id: string; step_id: string | null; waiting_event: string | null; status: string; step_name: string | null; step_type: string | null }>(
       `select x.next_wake_at as at, x.id, x.automation_id, x.contact_id, x.current_step_id as step_id, x.waiting_event, x.status, st.name as step_name, st.type as step_type
        from automation_executions x left join automation_steps st on st.id = x.current_step_id
        where x.project_id = $1 and x.next_wake_at is not null and x.status in ('RUNNING', 'WAITING')
@@ -392,10 +375,10 @@ export async function activityUpcoming(em: EntityManager, projectId: string, lim
     ),
   ]);
   const items: UpcomingItem[] = [
-    ...campaigns.map((c) => ({ type: 'campaign.scheduled' as const, at: new Date(c.at).toISOString(), campaignId: c.id, automationId: null, executionId: null, contactId: null, name: c.name, data: {} })),
+    ...campaigns.map((c) => ({ type: 'campaign.scheduled' as const, at: c.at.toISOString(), campaignId: c.id, automationId: null, executionId: null, contactId: null, name: c.name, data: {} })),
     ...runs.map((r) => ({
       type: 'automation.wake' as const,
-      at: new Date(r.at).toISOString(),
+      at: r.at.toISOString(),
       campaignId: null,
       automationId: r.automation_id,
       executionId: r.id,

@@ -8,6 +8,7 @@ import type { AutomationRunControl } from '../automations/execution.service';
 import { deleteProjectUploads } from '../uploads/upload.service';
 import type { UploadStorage } from '../uploads/upload-storage';
 import { RESET_CHUNK, type ResetKind } from './reset-kinds';
+import { sql, transaction, type Sql } from '../db/sql';
 
 /**
  * A project reset (`POST /users/@me/projects/:id/reset`): the project keeps its keys, members, domains and settings
@@ -55,8 +56,8 @@ export async function requestProjectReset(
   const workflowId = projectResetWorkflowId(input.projectId);
   return persistThenStart({
     persist: async () => {
-      const [row] = await em.execute<ProjectResetRow[]>(
-        `insert into project_resets (id, project_id, status, workflow_id, requested_by) values (?, ?, 'RUNNING', ?, ?)
+      const row = await sql(em).one<ProjectResetRow>(
+        `insert into project_resets (id, project_id, status, workflow_id, requested_by) values ($1, $2, 'RUNNING', $3, $4)
          on conflict (project_id) where status = 'RUNNING' do nothing returning ${COLUMNS}`,
         [id, input.projectId, workflowId, input.userId],
       );
@@ -64,7 +65,7 @@ export async function requestProjectReset(
       return row;
     },
     start: () => starter.startProjectReset({ projectId: input.projectId, resetId: id }),
-    compensate: () => em.execute(`delete from project_resets where id = ?`, [id]),
+    compensate: () => sql(em).run(`delete from project_resets where id = $1`, [id]),
     unavailable: 'The reset could not be started; nothing was deleted',
     log: { projectId: input.projectId, resetId: id },
   });
@@ -72,7 +73,7 @@ export async function requestProjectReset(
 
 /** The project's last 20 resets, newest first. */
 export async function listProjectResets(em: EntityManager, projectId: string): Promise<ProjectResetRow[]> {
-  return em.execute<ProjectResetRow[]>(`select ${COLUMNS} from project_resets where project_id = ? order by id desc limit 20`, [projectId]);
+  return sql(em).query<ProjectResetRow>(`select ${COLUMNS} from project_resets where project_id = $1 order by id desc limit 20`, [projectId]);
 }
 
 /**
@@ -85,8 +86,8 @@ export async function stopProjectActivity(
   projectId: string,
   heartbeat: () => void,
 ): Promise<{ campaigns: number; runs: number }> {
-  await em.execute(`update automations set enabled = false, updated_at = now() where project_id = ? and enabled`, [projectId]);
-  const campaigns = await em.execute<{ id: string }[]>(`select id from campaigns where project_id = ? and status in ('SCHEDULED', 'SENDING', 'PAUSED')`, [projectId]);
+  await sql(em).run(`update automations set enabled = false, updated_at = now() where project_id = $1 and enabled`, [projectId]);
+  const campaigns = await sql(em).query<{ id: string }>(`select id from campaigns where project_id = $1 and status in ('SCHEDULED', 'SENDING', 'PAUSED')`, [projectId]);
   for (const c of campaigns) {
     await cancelCampaign(em, control, projectId, c.id).catch((err: unknown) => {
       // Ended meanwhile (SENT, FAILED): nothing to stop.
@@ -96,8 +97,8 @@ export async function stopProjectActivity(
   }
   let runs = 0;
   for (;;) {
-    const page = await em.execute<{ id: string; workflowId: string }[]>(
-      `select id, workflow_id as "workflowId" from automation_executions where project_id = ? and status in ('RUNNING', 'WAITING') order by id limit 200`,
+    const page = await sql(em).query<{ id: string; workflowId: string }>(
+      `select id, workflow_id as "workflowId" from automation_executions where project_id = $1 and status in ('RUNNING', 'WAITING') order by id limit 200`,
       [projectId],
     );
     for (let i = 0; i < page.length; i += 20) {
@@ -106,9 +107,9 @@ export async function stopProjectActivity(
     }
     // The runs record their cancellation themselves; rows not yet updated are marked here so the loop ends.
     if (page.length) {
-      await em.execute(
+      await sql(em).run(
         `update automation_executions set status = 'CANCELLED', status_reason = 'The project was reset', finished_at = coalesce(finished_at, now()), updated_at = now()
-         where id = any(?::uuid[]) and status in ('RUNNING', 'WAITING')`,
+         where id = any($1::uuid[]) and status in ('RUNNING', 'WAITING')`,
         [`{${page.map((r) => r.id).join(',')}}`],
       );
     }
@@ -140,40 +141,28 @@ export async function deleteResetChunk(em: EntityManager, storage: UploadStorage
   } else if (input.kind === 'rollups') {
     n = 0;
     for (const table of ['analytics_hourly', 'event_name_hourly', 'contact_last_event_hourly']) {
-      const [r] = await em.execute<{ n: string }[]>(`with gone as (delete from ${table} where project_id = ? returning 1) select count(*) as n from gone`, [input.projectId]);
+      const r = await sql(em).one<{ n: string }>(`with gone as (delete from ${table} where project_id = $1 returning 1) select count(*) as n from gone`, [input.projectId]);
       n += Number(r!.n);
     }
   } else {
-    const conn = em.getConnection().getKnex().client;
-    const pg = await conn.acquireConnection();
-    try {
-      await pg.query('begin');
-      const res = await pg.query(CHUNK_SQL[input.kind], [input.projectId, RESET_CHUNK]);
-      n = res.rowCount ?? 0;
-      await pg.query(
-        `update project_resets set deleted = jsonb_set(deleted, array[$2::text], to_jsonb(coalesce((deleted ->> $2)::bigint, 0) + $3)) where id = $1`,
-        [input.resetId, input.kind, n],
-      );
-      await pg.query('commit');
-    } catch (err) {
-      await pg.query('rollback').catch(() => undefined);
-      throw err;
-    } finally {
-      await conn.releaseConnection(pg);
-    }
-    return n;
+    const kind = input.kind;
+    return transaction(em, async (trx) => {
+      const deleted = await trx.run(CHUNK_SQL[kind], [input.projectId, RESET_CHUNK]);
+      await addDeleted(trx, input.resetId, kind, deleted);
+      return deleted;
+    });
   }
-  await em.execute(`update project_resets set deleted = jsonb_set(deleted, array[?::text], to_jsonb(coalesce((deleted ->> ?)::bigint, 0) + ?)) where id = ?`, [
-    input.kind,
-    input.kind,
-    n,
-    input.resetId,
-  ]);
+  await addDeleted(sql(em), input.resetId, input.kind, n);
   return n;
+}
+
+/** Adds `n` to the reset's count of `kind`. */
+async function addDeleted(db: Sql, resetId: string, kind: ResetKind, n: number): Promise<void> {
+  await db.run(`update project_resets set deleted = jsonb_set(deleted, array[$2::text], to_jsonb(coalesce((deleted ->> $2)::bigint, 0) + $3)) where id = $1`, [resetId, kind, n]);
 }
 
 /** Records how the reset ended. */
 export async function endProjectReset(em: EntityManager, input: { resetId: string; status: 'COMPLETED' | 'FAILED' | 'CANCELLED'; error?: string }): Promise<void> {
-  await em.execute(`update project_resets set status = ?, error = ?, finished_at = now() where id = ? and status = 'RUNNING'`, [input.status, input.error ?? null, input.resetId]);
+  await sql(em).run(`update project_resets set status = $1, error = $2, finished_at = now() where id = $3 and status = 'RUNNING'`, [input.status, input.error ?? null, input.resetId]);
   logger.info({ resetId: input.resetId, status: input.status }, 'project reset ended');
 }
