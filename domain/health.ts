@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { logger } from './logger';
+import { sql } from './db/sql';
 
 /** How long one dependency may take to answer its check before it counts as down. */
 const HEALTH_CHECK_TIMEOUT_MS = 2_000;
@@ -53,5 +54,5 @@ export async function runHealthChecks<K extends string>(checks: Record<K, Health
 
 /** Postgres answers `select 1` through the ORM's pool (so an exhausted pool shows too). */
 export function databaseCheck(orm: MikroORM): HealthCheck {
-  return async () => orm.em.fork().execute('select 1');
+  return () => sql(orm.em.fork()).run('select 1');
 }

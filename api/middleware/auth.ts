@@ -4,6 +4,7 @@ import type { AppContext, AppState, ApiDeps } from '../context';
 import { authenticateApiKey } from '../../domain/projects/project.service';
 import { AppError } from '../../domain/errors';
 import { UUID_RE } from '../../domain/ids';
+import { sql } from '../../domain/db/sql';
 import { enforceRateLimit } from './rate-limit';
 
 const SESSION_COOKIE = 'mailwright_session';
@@ -44,7 +45,7 @@ export function requireSession(deps: ApiDeps): Koa.Middleware<AppState> {
     } catch {
       throw invalid();
     }
-    const [user] = await ctx.state.em.execute<{ session_version: number }[]>('select session_version from users where id = ?', [ctx.state.userId]);
+    const user = await sql(ctx.state.em).one<{ session_version: number }>('select session_version from users where id = $1', [ctx.state.userId]);
     if (!user || user.session_version !== version) throw invalid();
     await next();
   };

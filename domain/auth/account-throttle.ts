@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { fits, msUntilNextFits, toHeaderSeconds, windowIndex, type WindowPolicy } from '../rate-limit/window';
+import { sql } from '../db/sql';
 
 /** One budget a request draws on: what is counted (an account, a client address) and how many fit in the window. */
 export interface ThrottleRule {
@@ -38,16 +39,16 @@ export class AccountThrottle {
   async hit(em: EntityManager, rules: ThrottleRule[], now = Date.now()): Promise<ThrottleDecision> {
     await this.cleanup(em, now);
     const window = windowIndex(now, this.windowMs);
-    const rows = await em.execute<{ i: number; count: number; previous: number }[]>(
-      `with input as (select k, i from unnest(?::text[]) with ordinality as t(k, i)),
+    const rows = await sql(em).query<{ i: number; count: number; previous: number }>(
+      `with input as (select k, i from unnest($1::text[]) with ordinality as t(k, i)),
        up as (
          insert into login_throttle_windows as w (key, window_start, count)
-         select k, ?::timestamptz, 1 from input order by k
+         select k, $2::timestamptz, 1 from input order by k
          on conflict (key, window_start) do update set count = w.count + 1
          returning w.key, w.count)
        select input.i::int as i, up.count, coalesce(prev.count, 0)::int as previous
        from input join up on up.key = input.k
-       left join login_throttle_windows prev on prev.key = input.k and prev.window_start = ?::timestamptz`,
+       left join login_throttle_windows prev on prev.key = input.k and prev.window_start = $3::timestamptz`,
       [this.hashes(rules), this.windowStart(window), this.windowStart(window - 1)],
     );
     let retryAfterMs = 0;
@@ -64,7 +65,7 @@ export class AccountThrottle {
 
   /** Takes back one request that `hit` counted (a login that succeeded is no failure). */
   async forgive(em: EntityManager, rules: ThrottleRule[], now = Date.now()): Promise<void> {
-    await em.execute(`update login_throttle_windows set count = count - 1 where key = any(?::text[]) and window_start = ?::timestamptz and count > 0`, [
+    await sql(em).run(`update login_throttle_windows set count = count - 1 where key = any($1::text[]) and window_start = $2::timestamptz and count > 0`, [
       this.hashes(rules),
       this.windowStart(windowIndex(now, this.windowMs)),
     ]);
@@ -77,6 +78,6 @@ export class AccountThrottle {
   private async cleanup(em: EntityManager, now: number): Promise<void> {
     if (now - this.lastCleanupMs < 60_000) return;
     this.lastCleanupMs = now;
-    await em.execute(`delete from login_throttle_windows where window_start < ?::timestamptz`, [new Date(now - Math.max(2 * this.windowMs, RETENTION_MS)).toISOString()]);
+    await sql(em).run(`delete from login_throttle_windows where window_start < $1::timestamptz`, [new Date(now - Math.max(2 * this.windowMs, RETENTION_MS)).toISOString()]);
   }
 }

@@ -4,6 +4,7 @@ import { AccountToken, type AccountTokenPurpose } from './account.entities';
 import { User } from '../users/user.entity';
 import { AppError } from '../errors';
 import { hashPassword } from '../users/user.service';
+import { sql } from '../db/sql';
 
 /** The stored form of a token: its SHA-256 in hex. */
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
@@ -35,8 +36,8 @@ export async function issueAccountToken(em: EntityManager, user: Pick<User, 'id'
  */
 async function consumeToken<T>(em: EntityManager, token: string, purpose: AccountTokenPurpose, apply: (tx: EntityManager, userId: string, email: string) => Promise<T | undefined>): Promise<T> {
   return em.transactional(async (tx) => {
-    const [row] = await tx.execute<{ user_id: string; email: string }[]>(
-      `update account_tokens set used_at = now() where token_hash = ? and purpose = ? and used_at is null and expires_at > now() returning user_id, email`,
+    const row = await sql(tx).one<{ user_id: string; email: string }>(
+      `update account_tokens set used_at = now() where token_hash = $1 and purpose = $2 and used_at is null and expires_at > now() returning user_id, email`,
       [hashToken(token), purpose],
     );
     const result = row ? await apply(tx, row.user_id, row.email) : undefined;
@@ -48,7 +49,7 @@ async function consumeToken<T>(em: EntityManager, token: string, purpose: Accoun
 /** Marks the account's email verified, if the token was sent to the address the account still has. */
 export async function verifyEmail(em: EntityManager, token: string): Promise<User> {
   const userId = await consumeToken(em, token, 'VERIFY_EMAIL', async (tx, id, email) => {
-    const [row] = await tx.execute<{ id: string }[]>(`update users set email_verified_at = coalesce(email_verified_at, now()), updated_at = now() where id = ? and email = ? returning id`, [id, email]);
+    const row = await sql(tx).one<{ id: string }>(`update users set email_verified_at = coalesce(email_verified_at, now()), updated_at = now() where id = $1 and email = $2 returning id`, [id, email]);
     return row?.id;
   });
   return em.findOneOrFail(User, { id: userId }, { refresh: true });
@@ -61,9 +62,9 @@ export async function verifyEmail(em: EntityManager, token: string): Promise<Use
 export async function resetPassword(em: EntityManager, token: string, password: string): Promise<User> {
   const passwordHash = await hashPassword(password);
   const userId = await consumeToken(em, token, 'RESET_PASSWORD', async (tx, id, email) => {
-    const [row] = await tx.execute<{ id: string }[]>(
-      `update users set password_hash = ?, session_version = session_version + 1, email_verified_at = coalesce(email_verified_at, now()), updated_at = now()
-       where id = ? and email = ? returning id`,
+    const row = await sql(tx).one<{ id: string }>(
+      `update users set password_hash = $1, session_version = session_version + 1, email_verified_at = coalesce(email_verified_at, now()), updated_at = now()
+       where id = $2 and email = $3 returning id`,
       [passwordHash, id, email],
     );
     return row?.id;
@@ -86,9 +87,9 @@ interface IssuedInvitation {
  */
 export async function issueInvitationToken(em: EntityManager, invitationId: string, ttlMs: number): Promise<{ token: string; invitation: IssuedInvitation } | undefined> {
   const token = newToken();
-  const [row] = await em.execute<{ email: string; role: string; project_name: string; inviter_name: string | null; inviter_email: string | null }[]>(
+  const row = await sql(em).one<{ email: string; role: string; project_name: string; inviter_name: string | null; inviter_email: string | null }>(
     `with issued as (
-       update invitations set token_hash = ?, expires_at = now() + ? * interval '1 millisecond', updated_at = now() where id = ?
+       update invitations set token_hash = $1, expires_at = now() + $2::double precision * interval '1 millisecond', updated_at = now() where id = $3
        returning email, role, project_id, invited_by_id)
      select i.email, i.role, p.name as project_name, u.name as inviter_name, u.email as inviter_email
        from issued i join projects p on p.id = i.project_id left join users u on u.id = i.invited_by_id`,

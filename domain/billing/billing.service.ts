@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import { AppError } from '../errors';
-import { preparedQuery } from '../prepared';
+import { sql } from '../db/sql';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
 import { countContacts } from '../contacts/contact-counts';
@@ -46,13 +46,12 @@ const num = (v: string | number | null) => (v === null ? null : Number(v));
 
 /** The project's billing row, or the default (default plan, no caps of its own, no customer). */
 export async function billingState(em: EntityManager, config: BillingConfig, projectId: string): Promise<BillingState> {
-  const [row] = await preparedQuery<BillingRow>(
-    em,
-    'billing_state',
+  const row = await sql(em).one<BillingRow>(
     `select plan, emails_per_month as emails, contacts, events_per_month as events, stripe_customer_id as customer,
             stripe_subscription_id as subscription, subscription_status as status
      from project_billing where project_id = $1`,
     [projectId],
+    'billing_state',
   );
   if (!row) return { plan: config.defaultPlan, own: { ...NO_CAPS }, stripeCustomerId: null, stripeSubscriptionId: null, subscriptionStatus: null };
   return {
@@ -84,8 +83,8 @@ export async function capsInForce(em: EntityManager, config: BillingConfig, proj
 
 /** Sets the project's own caps (all three: null removes one). */
 export async function setOwnCaps(em: EntityManager, projectId: string, caps: Caps): Promise<void> {
-  await em.execute(
-    `insert into project_billing (project_id, emails_per_month, contacts, events_per_month) values (?, ?, ?, ?)
+  await sql(em).run(
+    `insert into project_billing (project_id, emails_per_month, contacts, events_per_month) values ($1, $2, $3, $4)
      on conflict (project_id) do update set emails_per_month = excluded.emails_per_month, contacts = excluded.contacts,
        events_per_month = excluded.events_per_month, updated_at = now()`,
     [projectId, caps.emails, caps.contacts, caps.events],
@@ -104,34 +103,31 @@ interface Consumption {
 
 /** Emails sent in the period, from the hourly rollup. */
 async function emailsSent(em: EntityManager, projectId: string, period: { start: Date; end: Date }): Promise<number> {
-  const [row] = await preparedQuery<{ n: string }>(
-    em,
-    'billing_emails_sent',
+  const row = await sql(em).one<{ n: string }>(
     `select coalesce(sum(count), 0) as n from analytics_hourly where project_id = $1 and metric = 'sent' and hour >= $2 and hour < $3`,
     [projectId, period.start, period.end],
+    'billing_emails_sent',
   );
   return Number(row!.n);
 }
 
 /** Recipients of the project's SENDING and PAUSED campaigns not yet sent, failed or skipped (their counters row). */
 async function emailsPending(em: EntityManager, projectId: string): Promise<number> {
-  const [row] = await preparedQuery<{ n: string }>(
-    em,
-    'billing_emails_pending',
+  const row = await sql(em).one<{ n: string }>(
     `select coalesce(sum(greatest(s.audience - s.sent - s.failed - s.skipped, 0)), 0) as n
      from campaigns c join campaign_stats s on s.campaign_id = c.id where c.project_id = $1 and c.status in ('SENDING', 'PAUSED')`,
     [projectId],
+    'billing_emails_pending',
   );
   return Number(row!.n);
 }
 
 /** Tracked events in the period, from the per-name hourly rollup (service events are `system` there). */
 async function eventsTracked(em: EntityManager, projectId: string, period: { start: Date; end: Date }): Promise<number> {
-  const [row] = await preparedQuery<{ n: string }>(
-    em,
-    'billing_events_tracked',
+  const row = await sql(em).one<{ n: string }>(
     `select coalesce(sum(count), 0) as n from event_name_hourly where project_id = $1 and not system and hour >= $2 and hour < $3`,
     [projectId, period.start, period.end],
+    'billing_events_tracked',
   );
   return Number(row!.n);
 }
@@ -204,11 +200,10 @@ export class BillingGuard {
     const used = await countContacts(em, projectId);
     const unique = [...new Set(emails.map(normalizeEmail))];
     if (used + unique.length <= cap) return; // even if every one were new
-    const [row] = await preparedQuery<{ n: number }>(
-      em,
-      'billing_existing_contacts',
+    const row = await sql(em).one<{ n: number }>(
       'select count(*)::int as n from contacts where project_id = $1 and email = any($2::text[])',
       [projectId, unique],
+      'billing_existing_contacts',
     );
     refuseOver('contacts', cap, used, unique.length - row!.n);
   }

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import Stripe from 'stripe';
 import { AppError, conflict, validationError } from '../errors';
 import { logger } from '../logger';
-import { preparedQuery } from '../prepared';
+import { sql } from '../db/sql';
 import { billingState, type BillingConfig } from './billing.service';
 
 type StripeSettings = NonNullable<BillingConfig['stripe']>;
@@ -84,13 +84,12 @@ export class StripeBilling {
       this.stripe.customers.create({ name: project.name, email, metadata: { projectId: project.id } }, { idempotencyKey: `mailwright-customer-${project.id}` }),
     );
     // A concurrent request may have stored one first: the stored one wins.
-    const [row] = await preparedQuery<{ customer: string }>(
-      em,
-      'billing_set_customer',
+    const row = await sql(em).one<{ customer: string }>(
       `insert into project_billing (project_id, plan, stripe_customer_id) values ($1, $2, $3)
        on conflict (project_id) do update set stripe_customer_id = coalesce(project_billing.stripe_customer_id, excluded.stripe_customer_id), updated_at = now()
        returning stripe_customer_id as customer`,
       [project.id, this.config.defaultPlan, created.id],
+      'billing_set_customer',
     );
     return row!.customer;
   }
@@ -195,9 +194,7 @@ export class StripeBilling {
   private async apply(em: EntityManager, c: PlanChange): Promise<boolean> {
     const projectId = c.projectId && UUID.test(c.projectId) ? c.projectId : await this.projectOfCustomer(em, c.customer);
     if (!projectId) return false;
-    const rows = await preparedQuery<{ project_id: string }>(
-      em,
-      'billing_apply_plan',
+    const rows = await sql(em).query<{ project_id: string }>(
       `insert into project_billing (project_id, plan, stripe_customer_id, stripe_subscription_id, subscription_status, stripe_event_at)
        select $1, $2, $3, $4, $5, $6 where exists (select 1 from projects where id = $1)
        on conflict (project_id) do update set plan = excluded.plan,
@@ -207,13 +204,14 @@ export class StripeBilling {
        where project_billing.stripe_event_at is null or project_billing.stripe_event_at <= excluded.stripe_event_at
        returning project_id`,
       [projectId, c.plan, c.customer, c.subscription, c.status, c.eventAt],
+      'billing_apply_plan',
     );
     return rows.length > 0;
   }
 
   private async projectOfCustomer(em: EntityManager, customer: string | null): Promise<string | undefined> {
     if (!customer) return undefined;
-    const [row] = await preparedQuery<{ project_id: string }>(em, 'billing_customer_project', 'select project_id from project_billing where stripe_customer_id = $1', [customer]);
+    const row = await sql(em).one<{ project_id: string }>('select project_id from project_billing where stripe_customer_id = $1', [customer], 'billing_customer_project');
     return row?.project_id;
   }
 }

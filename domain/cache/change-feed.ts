@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { logger } from '../logger';
+import { onConnection } from '../db/sql';
 
 export type ChangeHandler = (payload: string) => void;
 
@@ -35,7 +36,7 @@ export class ChangeFeed {
     });
     try {
       await client.connect();
-      await client.query('LISTEN mailwright_cache');
+      await onConnection(client).run('LISTEN mailwright_cache');
       this.client = client;
       this.emit('*');
       this.healthy = true;

@@ -23,6 +23,7 @@ import {
 import { emailDomain } from '../contacts/email-address';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
+import { sql } from '../db/sql';
 
 /** Domain statuses cached per process, invalidated by the `domains:<projectId>` change feed. */
 export type DomainStatusCache = ProjectScopedCache<{ status: string | null }>;
@@ -42,7 +43,7 @@ export async function assertSenderDomain(
   const field = opts.field ?? 'from';
   const domain = emailDomain(fromEmail);
   const load = async () => {
-    const [row] = await em.execute<{ status: string }[]>('select status from domains where project_id = ? and name = ? limit 1', [projectId, domain]);
+    const row = await sql(em).one<{ status: string }>('select status from domains where project_id = $1 and name = $2 limit 1', [projectId, domain]);
     return { value: { status: row?.status ?? null }, projectId };
   };
   let { status } = (opts.cache ? await opts.cache.get(`${projectId}:${domain}`, load) : (await load()).value)!;
@@ -110,7 +111,7 @@ export async function addDomain(
   const { projectId, name } = input;
   const existing = await em.findOne(Domain, { project: projectId, name }, { fields: ['id'] });
   if (existing) throw domainExists(name, existing.id);
-  const [taken] = await em.execute<{ id: string }[]>(`select id from domains where name = ? and status = 'VERIFIED' and project_id <> ? limit 1`, [name, projectId]);
+  const taken = await sql(em).one<{ id: string }>(`select id from domains where name = $1 and status = 'VERIFIED' and project_id <> $2 limit 1`, [name, projectId]);
   if (taken) {
     throw conflict(
       'DOMAIN_TAKEN',
@@ -207,8 +208,8 @@ interface DomainCheckRow {
   id: string;
   name: string;
   status: DomainStatus;
-  verifiedAt: Date | string | null;
-  failingSince: Date | string | null;
+  verifiedAt: Date | null;
+  failingSince: Date | null;
   records: DomainRecord[];
 }
 
@@ -221,8 +222,8 @@ const OTHER_PROJECT_REASON =
  * pending interval, so its recovery or demotion is noticed promptly.
  */
 export async function runDomainCheck(em: EntityManager, settings: DomainCheckSettings, domainId: string): Promise<DomainCheckResult> {
-  const [row] = await em.execute<DomainCheckRow[]>(
-    `select id, name, status, verified_at as "verifiedAt", failing_since as "failingSince", records from domains where id = ?`,
+  const row = await sql(em).one<DomainCheckRow>(
+    `select id, name, status, verified_at as "verifiedAt", failing_since as "failingSince", records from domains where id = $1`,
     [domainId],
   );
   if (!row) return { exists: false, status: null, records: [], nextCheckInMs: 0 };
@@ -238,21 +239,19 @@ export async function runDomainCheck(em: EntityManager, settings: DomainCheckSet
   }
   const now = new Date();
   const records = row.records.map((r) => evaluateRecord(r, lookups.get(r.name)!, now));
-  // Raw rows carry timestamps as the driver gives them (text with MikroORM's pg type parsers).
-  const asDate = (v: Date | string | null) => (v === null ? null : new Date(v));
-  const previous: DomainState = { status: row.status, verifiedAt: asDate(row.verifiedAt), failingSince: asDate(row.failingSince), statusReason: null };
+  const previous: DomainState = { status: row.status, verifiedAt: row.verifiedAt, failingSince: row.failingSince, statusReason: null };
   let next = decideDomainState(previous, records, now, settings.demoteAfterMs);
   if (next.status === 'VERIFIED' && row.status === 'PENDING') {
-    const [other] = await em.execute(`select 1 from domains where name = ? and status = 'VERIFIED' and id <> ? limit 1`, [row.name, row.id]);
+    const other = await sql(em).one(`select 1 from domains where name = $1 and status = 'VERIFIED' and id <> $2 limit 1`, [row.name, row.id]);
     if (other) next = { status: 'PENDING', verifiedAt: null, failingSince: null, statusReason: OTHER_PROJECT_REASON };
   }
   const write = (state: DomainState) =>
-    em.execute<{ id: string }[]>(
-      `update domains set records = ?::jsonb, status = ?, verified_at = ?, failing_since = ?, status_reason = ?, last_checked_at = ?, updated_at = now()
-       where id = ? returning id`,
+    sql(em).run(
+      `update domains set records = $1::jsonb, status = $2, verified_at = $3, failing_since = $4, status_reason = $5, last_checked_at = $6, updated_at = now()
+       where id = $7`,
       [JSON.stringify(records), state.status, state.verifiedAt, state.failingSince, state.statusReason, now, row.id],
     );
-  let updated: { id: string }[];
+  let updated: number;
   try {
     updated = await write(next);
   } catch (err) {
@@ -261,7 +260,7 @@ export async function runDomainCheck(em: EntityManager, settings: DomainCheckSet
     next = { status: 'PENDING', verifiedAt: null, failingSince: null, statusReason: OTHER_PROJECT_REASON };
     updated = await write(next);
   }
-  if (updated.length === 0) return { exists: false, status: null, records: [], nextCheckInMs: 0 };
+  if (updated === 0) return { exists: false, status: null, records: [], nextCheckInMs: 0 };
 
   let nextCheckInMs = next.status === 'VERIFIED' && !next.failingSince ? settings.recheckIntervalMs : settings.checkIntervalMs;
   if (next.failingSince) {

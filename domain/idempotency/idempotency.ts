@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict } from '../errors';
+import { sql } from '../db/sql';
 
 /** How long a key's first response is kept and replayed. */
 const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -46,18 +47,18 @@ async function claimIdempotencyKey(
   hash: string,
   isStored: ((reserved: unknown) => Promise<boolean>) | undefined,
 ): Promise<IdempotencyClaim> {
-  const claimed = await em.execute<{ token: string }[]>(
-    `insert into idempotency_keys (project_id, key, request_hash) values (?, ?, ?)
+  const claimed = await sql(em).query<{ token: string }>(
+    `insert into idempotency_keys (project_id, key, request_hash) values ($1, $2, $3)
      on conflict (project_id, key) do update set request_hash = excluded.request_hash, status_code = null, response = null, created_at = now()
-       where idempotency_keys.created_at < now() - make_interval(secs => ?)
+       where idempotency_keys.created_at < now() - make_interval(secs => $4)
      returning created_at::text as token`,
     [projectId, key, hash, IDEMPOTENCY_TTL_MS / 1000],
   );
   if (claimed.length) return { kind: 'claimed', token: claimed[0]!.token };
-  const [row] = await em.execute<{ requestHash: string; statusCode: number | null; response: unknown; token: string; stale: boolean }[]>(
+  const row = await sql(em).one<{ requestHash: string; statusCode: number | null; response: unknown; token: string; stale: boolean }>(
     `select request_hash as "requestHash", status_code as "statusCode", response, created_at::text as token,
-       created_at < now() - make_interval(secs => ?) as stale
-     from idempotency_keys where project_id = ? and key = ?`,
+       created_at < now() - make_interval(secs => $1) as stale
+     from idempotency_keys where project_id = $2 and key = $3`,
     [CLAIM_LEASE_MS / 1000, projectId, key],
   );
   // Released between our insert and this read (the first request failed): the client may simply retry.
@@ -73,15 +74,15 @@ async function claimIdempotencyKey(
   if (!row.stale) throw inUse();
   // The claimant is presumed dead. What it reserved and stored is the key's answer; if it stored nothing, run again.
   if (row.response !== null && isStored && (await isStored(row.response))) {
-    await em.execute(`update idempotency_keys set status_code = 200 where project_id = ? and key = ? and created_at = ?::timestamptz and status_code is null`, [
+    await sql(em).run(`update idempotency_keys set status_code = 200 where project_id = $1 and key = $2 and created_at = $3::timestamptz and status_code is null`, [
       projectId,
       key,
       row.token,
     ]);
     return { kind: 'replay', statusCode: 200, response: row.response };
   }
-  const [taken] = await em.execute<{ token: string }[]>(
-    `update idempotency_keys set created_at = now(), response = null where project_id = ? and key = ? and created_at = ?::timestamptz and status_code is null
+  const taken = await sql(em).one<{ token: string }>(
+    `update idempotency_keys set created_at = now(), response = null where project_id = $1 and key = $2 and created_at = $3::timestamptz and status_code is null
      returning created_at::text as token`,
     [projectId, key, row.token],
   );
@@ -91,15 +92,15 @@ async function claimIdempotencyKey(
 
 /** Records the response the request is about to produce, just before its work is stored; refused if the claim was lost. */
 async function reserveIdempotentResponse(em: EntityManager, projectId: string, key: string, token: string, response: unknown): Promise<void> {
-  const rows = await em.execute<{ key: string }[]>(
-    `update idempotency_keys set response = ? where project_id = ? and key = ? and created_at = ?::timestamptz and status_code is null returning key`,
+  const rows = await sql(em).query<{ key: string }>(
+    `update idempotency_keys set response = $1 where project_id = $2 and key = $3 and created_at = $4::timestamptz and status_code is null returning key`,
     [JSON.stringify(response), projectId, key, token],
   );
   if (!rows.length) throw inUse();
 }
 
 async function storeIdempotentResponse(em: EntityManager, projectId: string, key: string, token: string, statusCode: number, response: unknown): Promise<void> {
-  await em.execute(`update idempotency_keys set status_code = ?, response = ? where project_id = ? and key = ? and created_at = ?::timestamptz`, [
+  await sql(em).run(`update idempotency_keys set status_code = $1, response = $2 where project_id = $3 and key = $4 and created_at = $5::timestamptz`, [
     statusCode,
     JSON.stringify(response),
     projectId,
@@ -110,12 +111,12 @@ async function storeIdempotentResponse(em: EntityManager, projectId: string, key
 
 /** The request failed without producing a response worth replaying: free the key so a retry runs again. */
 async function releaseIdempotencyKey(em: EntityManager, projectId: string, key: string, token: string): Promise<void> {
-  await em.execute(`delete from idempotency_keys where project_id = ? and key = ? and created_at = ?::timestamptz and status_code is null`, [projectId, key, token]);
+  await sql(em).run(`delete from idempotency_keys where project_id = $1 and key = $2 and created_at = $3::timestamptz and status_code is null`, [projectId, key, token]);
 }
 
 export async function purgeExpiredIdempotencyKeys(em: EntityManager): Promise<number> {
-  const rows = await em.execute<{ n: number }[]>(
-    `with gone as (delete from idempotency_keys where created_at < now() - make_interval(secs => ?) returning 1) select count(*)::int as n from gone`,
+  const rows = await sql(em).query<{ n: number }>(
+    `with gone as (delete from idempotency_keys where created_at < now() - make_interval(secs => $1) returning 1) select count(*)::int as n from gone`,
     [IDEMPOTENCY_TTL_MS / 1000],
   );
   return rows[0]?.n ?? 0;

@@ -8,6 +8,7 @@ import { hashPassword } from '../users/user.service';
 import { hashToken } from '../auth/account-tokens';
 import { normalizeEmail } from '../contacts/email-address';
 import { AppError, conflict, notFound } from '../errors';
+import { sql } from '../db/sql';
 
 /** Who is acting: the caller and their role in the project (from the policy check). */
 export interface Actor {
@@ -39,7 +40,7 @@ export interface InvitationView {
  */
 async function underProjectLock<T>(em: EntityManager, projectId: string, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
   return em.transactional(async (tx) => {
-    await tx.execute('select id from projects where id = ? for no key update', [projectId]);
+    await sql(tx).run('select id from projects where id = $1 for no key update', [projectId]);
     return fn(tx);
   });
 }
@@ -161,8 +162,8 @@ export async function acceptInvitation(em: EntityManager, input: { token: string
   const passwordHash = await hashPassword(input.password);
   try {
     return await em.transactional(async (tx) => {
-      const [row] = await tx.execute<{ project_id: string; email: string; role: Role }[]>(
-        'delete from invitations where token_hash = ? and expires_at > now() returning project_id, email, role',
+      const row = await sql(tx).one<{ project_id: string; email: string; role: Role }>(
+        'delete from invitations where token_hash = $1 and expires_at > now() returning project_id, email, role',
         [hashToken(input.token)],
       );
       if (!row) throw invalidInvitation();
@@ -171,8 +172,8 @@ export async function acceptInvitation(em: EntityManager, input: { token: string
       user ??= tx.create(User, { email: row.email, name: input.name ?? null, passwordHash, emailVerifiedAt: new Date() });
       await tx.flush();
       // A member already (added meanwhile): the role they have stays.
-      await tx.execute('insert into memberships (project_id, user_id, role) values (?, ?, ?) on conflict do nothing', [row.project_id, user.id, row.role]);
-      const [membership] = await tx.execute<{ role: Role }[]>('select role from memberships where project_id = ? and user_id = ?', [row.project_id, user.id]);
+      await sql(tx).run('insert into memberships (project_id, user_id, role) values ($1, $2, $3) on conflict do nothing', [row.project_id, user.id, row.role]);
+      const membership = await sql(tx).one<{ role: Role }>('select role from memberships where project_id = $1 and user_id = $2', [row.project_id, user.id]);
       return { user, projectId: row.project_id, role: membership!.role, created };
     });
   } catch (err) {

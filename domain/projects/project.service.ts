@@ -5,6 +5,7 @@ import { generateKeyPair, hashSecretKey, secretKeyHint, keyKind, type KeyPair, t
 import { forbidden, unauthorized } from '../errors';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
+import { sql } from '../db/sql';
 
 export interface ProjectWithKeys {
   project: Project;
@@ -77,10 +78,10 @@ export async function authenticateApiKey(
       'Use your secret key from the project settings, on your server only.',
     );
   }
-  const where = kind === 'secret' ? 'secret_key_hash = ?' : 'public_key = ?';
+  const where = kind === 'secret' ? 'secret_key_hash = $1' : 'public_key = $1';
   const value = kind === 'secret' ? hashSecretKey(key) : key;
   const load = async () => {
-    const [found] = await em.execute<KeyLookup[]>(`select id, disabled, disabled_reason, settings from projects where ${where} limit 1`, [value]);
+    const found = await sql(em).one<KeyLookup>(`select id, disabled, disabled_reason, settings from projects where ${where} limit 1`, [value]);
     return found && { value: found, projectId: found.id };
   };
   const row = opts.cache ? await opts.cache.get(`${kind}:${value}`, load) : (await load())?.value;

@@ -1,5 +1,6 @@
 import { Pool } from 'pg';
 import { logger } from '../logger';
+import { sql } from '../db/sql';
 
 /** Requests one process counted for a project in one fixed window since its last sync. */
 export interface SyncRow {
@@ -73,19 +74,18 @@ export class PgRateLimitStore implements RateLimitStore {
 
   async sync(rows: SyncRow[], windowMs: number): Promise<SyncResult[]> {
     if (!rows.length) return [];
-    const res = await this.pool.query<{ i: number; count: number; previous: number }>({
-      name: 'rate_limit_sync',
-      text: SYNC_SQL,
-      values: [rows.map((r) => r.projectId), rows.map((r) => new Date(r.windowStartMs).toISOString()), rows.map((r) => r.delta), `${windowMs} milliseconds`],
-    });
+    const counted = await sql(this.pool).query<{ i: number; count: number; previous: number }>(
+      SYNC_SQL,
+      [rows.map((r) => r.projectId), rows.map((r) => new Date(r.windowStartMs).toISOString()), rows.map((r) => r.delta), `${windowMs} milliseconds`],
+      'rate_limit_sync',
+    );
     const out: SyncResult[] = rows.map(() => ({ count: 0, previous: 0 }));
-    for (const r of res.rows) out[r.i - 1] = { count: r.count, previous: r.previous };
+    for (const r of counted) out[r.i - 1] = { count: r.count, previous: r.previous };
     return out;
   }
 
   async deleteBefore(cutoffMs: number): Promise<number> {
-    const res = await this.pool.query('delete from rate_limit_windows where window_start < $1::timestamptz', [new Date(cutoffMs).toISOString()]);
-    return res.rowCount ?? 0;
+    return sql(this.pool).run('delete from rate_limit_windows where window_start < $1::timestamptz', [new Date(cutoffMs).toISOString()]);
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@ import { logger } from '../logger';
 import { pauseCampaign, type CampaignSendControl } from '../campaigns/campaign-steering';
 import { sendSystemEmail } from '../auth/account-emails';
 import { escapeAttribute } from '../tracking/links';
+import { sql } from '../db/sql';
 
 /**
  * Sending reputation. Relays (SES, Postmark) suspend a sender whose bounce or complaint rate passes a threshold; the
@@ -58,9 +59,9 @@ export interface Reputation {
 const SUSPENSION_COLUMNS = `id, reason, sent, bounced, complained, bounce_rate as "bounceRate", complaint_rate as "complaintRate", window_from as "windowFrom",
   created_at as "createdAt", notified_at as "notifiedAt", lifted_at as "liftedAt", lifted_by as "liftedBy"`;
 
-/** The window's start: `windowMs` ago (its hour), or the hour after the last lift when that is later. */
-const WINDOW_FROM = `greatest(date_trunc('hour', now() - ? * interval '1 millisecond', 'UTC'),
-  coalesce((select date_trunc('hour', max(s.lifted_at), 'UTC') + interval '1 hour' from project_suspensions s where s.project_id = ? and s.lifted_at is not null), '-infinity'))`;
+/** The window's start: `windowMs` ago (its hour), or the hour after the last lift when that is later ($1: windowMs, $2: the project). */
+const WINDOW_FROM = `greatest(date_trunc('hour', now() - $1::double precision * interval '1 millisecond', 'UTC'),
+  coalesce((select date_trunc('hour', max(s.lifted_at), 'UTC') + interval '1 hour' from project_suspensions s where s.project_id = $2 and s.lifted_at is not null), '-infinity'))`;
 
 const ratio = (n: number, d: number) => (d > 0 ? Math.round((n / d) * 10_000) / 10_000 : 0);
 
@@ -74,7 +75,7 @@ function judge(f: Figures, cfg: ReputationSettings): { status: 'OK' | 'WARNING' 
   return { status: 'OK' };
 }
 
-/** Bigint and double columns come from the driver as text. */
+/** Bigint columns come from the driver as text. */
 const suspension = (r: Suspension): Suspension => ({
   ...r,
   sent: Number(r.sent),
@@ -85,19 +86,19 @@ const suspension = (r: Suspension): Suspension => ({
 });
 
 async function suspensions(em: EntityManager, projectId: string, limit: number): Promise<Suspension[]> {
-  const rows = await em.execute<Suspension[]>(`select ${SUSPENSION_COLUMNS} from project_suspensions where project_id = ? order by id desc limit ?`, [projectId, limit]);
+  const rows = await sql(em).query<Suspension>(`select ${SUSPENSION_COLUMNS} from project_suspensions where project_id = $1 order by id desc limit $2`, [projectId, limit]);
   return rows.map(suspension);
 }
 
 /** The project's rates over the window, the thresholds, its active suspension and its last ten. */
 export async function reputationOf(em: EntityManager, projectId: string, cfg: ReputationSettings): Promise<Reputation> {
-  const [w] = await em.execute<{ from: Date; to: Date; sent: string; bounced: string; complained: string }[]>(
+  const w = await sql(em).one<{ from: Date; to: Date; sent: string; bounced: string; complained: string }>(
     `with w as (select ${WINDOW_FROM} as "from")
      select w."from", now() as "to",
             coalesce(sum(h.count) filter (where h.metric = 'sent'), 0)::text as sent,
             coalesce(sum(h.count) filter (where h.metric = 'bounced'), 0)::text as bounced,
             coalesce(sum(h.count) filter (where h.metric = 'complained'), 0)::text as complained
-     from w left join analytics_hourly h on h.project_id = ? and h.metric in ('sent', 'bounced', 'complained') and h.hour >= w."from"
+     from w left join analytics_hourly h on h.project_id = $3 and h.metric in ('sent', 'bounced', 'complained') and h.hour >= w."from"
      group by w."from"`,
     [cfg.windowMs, projectId, projectId],
   );
@@ -108,7 +109,7 @@ export async function reputationOf(em: EntityManager, projectId: string, cfg: Re
   const enough = f.sent >= cfg.minSent;
   return {
     status: active ? 'SUSPENDED' : judged.status === 'OK' ? 'OK' : 'WARNING',
-    window: { from: new Date(w!.from).toISOString(), to: new Date(w!.to).toISOString() },
+    window: { from: w!.from.toISOString(), to: w!.to.toISOString() },
     ...f,
     bounceRate: enough ? ratio(f.bounced, f.sent) : null,
     complaintRate: enough ? ratio(f.complained, f.sent) : null,
@@ -120,8 +121,8 @@ export async function reputationOf(em: EntityManager, projectId: string, cfg: Re
 
 /** Lifts the active suspension (409 NOT_SUSPENDED when there is none). Paused campaigns stay paused: resume them. */
 export async function liftSuspension(em: EntityManager, projectId: string, userId: string): Promise<Suspension> {
-  const [row] = await em.execute<Suspension[]>(
-    `update project_suspensions set lifted_at = now(), lifted_by = ? where project_id = ? and lifted_at is null returning ${SUSPENSION_COLUMNS}`,
+  const row = await sql(em).one<Suspension>(
+    `update project_suspensions set lifted_at = now(), lifted_by = $1 where project_id = $2 and lifted_at is null returning ${SUSPENSION_COLUMNS}`,
     [userId, projectId],
   );
   if (!row) throw conflict('NOT_SUSPENDED', 'The project is not suspended');
@@ -140,18 +141,18 @@ export async function evaluateReputation(
   heartbeat: () => void = () => undefined,
 ): Promise<string[]> {
   const cfg = deps.config.reputation;
-  const candidates = await em.execute<{ projectId: string; from: Date; sent: string; bounced: string; complained: string }[]>(
+  const candidates = await sql(em).query<{ projectId: string; from: Date; sent: string; bounced: string; complained: string }>(
     `with lifted as (select project_id, date_trunc('hour', max(lifted_at), 'UTC') + interval '1 hour' as after from project_suspensions where lifted_at is not null group by 1)
-     select h.project_id as "projectId", greatest(date_trunc('hour', now() - ? * interval '1 millisecond', 'UTC'), coalesce(l.after, '-infinity')) as "from",
+     select h.project_id as "projectId", greatest(date_trunc('hour', now() - $1::double precision * interval '1 millisecond', 'UTC'), coalesce(l.after, '-infinity')) as "from",
             sum(h.count) filter (where h.metric = 'sent')::text as sent,
             coalesce(sum(h.count) filter (where h.metric = 'bounced'), 0)::text as bounced,
             coalesce(sum(h.count) filter (where h.metric = 'complained'), 0)::text as complained
      from analytics_hourly h left join lifted l on l.project_id = h.project_id
-     where h.metric in ('sent', 'bounced', 'complained') and h.hour >= date_trunc('hour', now() - ? * interval '1 millisecond', 'UTC')
+     where h.metric in ('sent', 'bounced', 'complained') and h.hour >= date_trunc('hour', now() - $2::double precision * interval '1 millisecond', 'UTC')
        and h.hour >= coalesce(l.after, '-infinity')
        and not exists (select 1 from project_suspensions s where s.project_id = h.project_id and s.lifted_at is null)
      group by h.project_id, l.after
-     having sum(h.count) filter (where h.metric = 'sent') >= ?`,
+     having sum(h.count) filter (where h.metric = 'sent') >= $3`,
     [cfg.windowMs, cfg.windowMs, cfg.minSent],
   );
   const suspended: string[] = [];
@@ -159,15 +160,15 @@ export async function evaluateReputation(
     const f: Figures = { sent: Number(c.sent), bounced: Number(c.bounced), complained: Number(c.complained) };
     const judged = judge(f, cfg);
     if (judged.status !== 'SUSPEND') continue;
-    const [row] = await em.execute<{ id: string }[]>(
+    const row = await sql(em).one<{ id: string }>(
       `insert into project_suspensions (id, project_id, reason, sent, bounced, complained, bounce_rate, complaint_rate, window_from)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (project_id) where lifted_at is null do nothing returning id`,
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict (project_id) where lifted_at is null do nothing returning id`,
       [uuidv7(), c.projectId, judged.reason, f.sent, f.bounced, f.complained, ratio(f.bounced, f.sent), ratio(f.complained, f.sent), c.from],
     );
     if (!row) continue;
     suspended.push(c.projectId);
     logger.warn({ projectId: c.projectId, ...f, reason: judged.reason }, 'project suspended: sending reputation');
-    const sending = await em.execute<{ id: string }[]>(`select id from campaigns where project_id = ? and status = 'SENDING'`, [c.projectId]);
+    const sending = await sql(em).query<{ id: string }>(`select id from campaigns where project_id = $1 and status = 'SENDING'`, [c.projectId]);
     for (const s of sending) {
       await pauseCampaign(em, deps.control, c.projectId, s.id).catch((err: unknown) => {
         if (!(err instanceof AppError && err.statusCode === 409)) throw err; // ended meanwhile
@@ -181,13 +182,13 @@ export async function evaluateReputation(
 
 /** Emails the owners of every active suspension not notified yet; marks it notified once every owner's email went. */
 async function notifyOwners(em: EntityManager, deps: { transport: Transporter; config: Pick<Config, 'accounts' | 'publicUrl'> }, heartbeat: () => void): Promise<void> {
-  const pending = await em.execute<{ id: string; projectId: string; projectName: string; reason: string; sent: string; bounceRate: number; complaintRate: number }[]>(
+  const pending = await sql(em).query<{ id: string; projectId: string; projectName: string; reason: string; sent: string; bounceRate: number; complaintRate: number }>(
     `select s.id, s.project_id as "projectId", p.name as "projectName", s.reason, s.sent::text as sent, s.bounce_rate as "bounceRate", s.complaint_rate as "complaintRate"
      from project_suspensions s join projects p on p.id = s.project_id where s.lifted_at is null and s.notified_at is null`,
   );
   for (const s of pending) {
-    const owners = await em.execute<{ email: string; name: string | null }[]>(
-      `select u.email, u.name from memberships m join users u on u.id = m.user_id where m.project_id = ? and m.role = 'OWNER' order by u.email`,
+    const owners = await sql(em).query<{ email: string; name: string | null }>(
+      `select u.email, u.name from memberships m join users u on u.id = m.user_id where m.project_id = $1 and m.role = 'OWNER' order by u.email`,
       [s.projectId],
     );
     const what = s.reason === 'BOUNCE_RATE' ? `bounce rate reached ${(s.bounceRate * 100).toFixed(2)} %` : `complaint rate reached ${(s.complaintRate * 100).toFixed(2)} %`;
@@ -201,6 +202,6 @@ async function notifyOwners(em: EntityManager, deps: { transport: Transporter; c
       await sendSystemEmail(deps.transport, deps.config, { address: o.email, name: o.name }, { subject, html, text });
       heartbeat();
     }
-    await em.execute(`update project_suspensions set notified_at = now() where id = ?`, [s.id]);
+    await sql(em).run(`update project_suspensions set notified_at = now() where id = $1`, [s.id]);
   }
 }

@@ -2,6 +2,7 @@ import { Liquid } from 'liquidjs';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { usageRegistry, type UsageReference } from '../usage/usage-registry';
 import { likeEscape } from '../pagination';
+import { sql } from '../db/sql';
 
 // Static analysis only (never renders), and partials are not followed, so no file is ever read.
 const analyzer = new Liquid({ relativeReference: false });
@@ -27,8 +28,8 @@ function templateUsesVariable(source: string, name: string): boolean {
 async function findByField(em: EntityManager, projectId: string, field: string): Promise<UsageReference[]> {
   // Cheap text pre-filter on the top-level key; the Liquid analysis decides.
   const like = `%${likeEscape(field.split('.')[0]!)}%`;
-  const rows = await em.execute<{ id: string; name: string; subject: string; body: string }[]>(
-    `select id, name, subject, body from templates where project_id = ? and (subject like ? or body like ?) order by id`,
+  const rows = await sql(em).query<{ id: string; name: string; subject: string; body: string }>(
+    `select id, name, subject, body from templates where project_id = $1 and (subject like $2 or body like $3) order by id`,
     [projectId, like, like],
   );
   const refs: UsageReference[] = [];

@@ -5,7 +5,7 @@ import { assertSenderDomain } from '../domains/domain.service';
 import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
 import { usageRegistry, type TemplateReference, type TemplateUsage } from '../usage/usage-registry';
 import { Template, type TemplateType } from './template.entity';
-import { preparedQuery } from '../prepared';
+import { sql } from '../db/sql';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
 
@@ -34,12 +34,11 @@ export const createTemplateCache = (feed: ChangeFeed | undefined): TemplateCache
  */
 export async function templateForSend(em: EntityManager, projectId: string, id: string, cache?: TemplateCache): Promise<TemplateForSend> {
   const load = async () => {
-    const [row] = await preparedQuery<TemplateForSend>(
-      em,
-      'template_for_send',
+    const row = await sql(em).one<TemplateForSend>(
       `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo"
        from templates where id = $1 and project_id = $2`,
       [id, projectId],
+      'template_for_send',
     );
     return row && { value: row, projectId };
   };
@@ -180,7 +179,7 @@ const label = (kind: 'campaign' | 'workflow', r: TemplateReference) => `${kind} 
  */
 export async function deleteTemplate(em: EntityManager, projectId: string, id: string): Promise<void> {
   await em.transactional(async (tx) => {
-    const [row] = await tx.execute<{ id: string }[]>('select id from templates where id = ? and project_id = ? for update', [id, projectId]);
+    const row = await sql(tx).one<{ id: string }>('select id from templates where id = $1 and project_id = $2 for update', [id, projectId]);
     if (!row) throw notFound('Template');
     const usage = await usageRegistry.templateUsage(tx, projectId, id);
     const blockers = [

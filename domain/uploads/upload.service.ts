@@ -8,6 +8,7 @@ import type { Config } from '../config';
 import { ImageRejected, sniffImage } from './image-sniff';
 import { s3Key, type UploadStorage } from './upload-storage';
 import { Upload, type UploadContentType } from './upload.entity';
+import { sql } from '../db/sql';
 
 /** An upload as the API presents it. */
 export interface UploadRecord {
@@ -45,7 +46,7 @@ function storageUnavailable(cause: unknown) {
  * it ends with the transaction). One-key advisory locks live apart from the two-key ones of the event dispatcher.
  */
 async function lockContent(tx: EntityManager, sha256: string): Promise<void> {
-  await tx.execute(`select pg_advisory_xact_lock(hashtextextended('upload:' || ?, 0))`, [sha256]);
+  await sql(tx).run(`select pg_advisory_xact_lock(hashtextextended('upload:' || $1::text, 0))`, [sha256]);
 }
 
 export interface SaveImageInput {
@@ -75,13 +76,13 @@ export async function saveImage(em: EntityManager, storage: UploadStorage, input
   const sha256 = createHash('sha256').update(input.bytes).digest('hex');
   const { upload, created } = await em.transactional(async (tx) => {
     await lockContent(tx, sha256);
-    const [inserted] = await tx.execute<UploadRecord[]>(
-      `insert into uploads (id, project_id, sha256, content_type, size, width, height, file_name) values (?, ?, ?, ?, ?, ?, ?, ?)
+    const inserted = await sql(tx).one<UploadRecord>(
+      `insert into uploads (id, project_id, sha256, content_type, size, width, height, file_name) values ($1, $2, $3, $4, $5, $6, $7, $8)
        on conflict (sha256, project_id) do nothing returning ${COLUMNS}`,
       [uuidv7(), input.projectId, sha256, image.contentType, input.bytes.length, image.width, image.height, input.fileName ?? null],
     );
     if (inserted) return { upload: inserted, created: true };
-    const [existing] = await tx.execute<UploadRecord[]>(`select ${COLUMNS} from uploads where sha256 = ? and project_id = ?`, [sha256, input.projectId]);
+    const existing = await sql(tx).one<UploadRecord>(`select ${COLUMNS} from uploads where sha256 = $1 and project_id = $2`, [sha256, input.projectId]);
     return { upload: existing!, created: false };
   });
   try {
@@ -116,8 +117,8 @@ export async function listUploads(em: EntityManager, projectId: string, q: { lim
  * project uploaded the same bytes (stored once); the same bytes uploaded twice by one project count once.
  */
 export async function uploadStorageUsage(em: EntityManager, projectId: string): Promise<{ uploads: number; bytes: number }> {
-  const [row] = await em.execute<{ uploads: number; bytes: string }[]>(
-    'select count(*)::int as uploads, coalesce(sum(size), 0)::bigint as bytes from uploads where project_id = ?',
+  const row = await sql(em).one<{ uploads: number; bytes: string }>(
+    'select count(*)::int as uploads, coalesce(sum(size), 0)::bigint as bytes from uploads where project_id = $1',
     [projectId],
   );
   return { uploads: row?.uploads ?? 0, bytes: Number(row?.bytes ?? 0) };
@@ -137,7 +138,7 @@ export function deleteUpload(em: EntityManager, storage: UploadStorage, projectI
  * more: nothing references them).
  */
 export async function deleteProjectUploads(em: EntityManager, storage: UploadStorage, projectId: string): Promise<number> {
-  const rows = await em.execute<{ id: string }[]>('select id from uploads where project_id = ?', [projectId]);
+  const rows = await sql(em).query<{ id: string }>('select id from uploads where project_id = $1', [projectId]);
   for (const r of rows) {
     await dropUpload(em, storage, projectId, r.id, false).catch((err: unknown) => {
       if (!(err instanceof AppError && err.statusCode === 404)) throw err; // gone meanwhile
@@ -148,16 +149,16 @@ export async function deleteProjectUploads(em: EntityManager, storage: UploadSto
 
 /** `strict`: the row stays when its bytes cannot be removed; otherwise the row goes whatever the storage says. */
 async function dropUpload(em: EntityManager, storage: UploadStorage, projectId: string, id: string, strict: boolean): Promise<void> {
-  const [row] = await em.execute<{ sha256: string }[]>('select sha256 from uploads where id = ? and project_id = ?', [id, projectId]);
+  const row = await sql(em).one<{ sha256: string }>('select sha256 from uploads where id = $1 and project_id = $2', [id, projectId]);
   if (!row) throw notFound('Upload');
   await em.transactional(async (tx) => {
     await lockContent(tx, row.sha256);
-    const [deleted] = await tx.execute<{ sha256: string; contentType: UploadContentType }[]>(
-      'delete from uploads where id = ? and project_id = ? returning sha256, content_type as "contentType"',
+    const deleted = await sql(tx).one<{ sha256: string; contentType: UploadContentType }>(
+      'delete from uploads where id = $1 and project_id = $2 returning sha256, content_type as "contentType"',
       [id, projectId],
     );
     if (!deleted) throw notFound('Upload');
-    const [other] = await tx.execute<{ one: number }[]>('select 1 as one from uploads where sha256 = ? limit 1', [row.sha256]);
+    const other = await sql(tx).one<{ one: number }>('select 1 as one from uploads where sha256 = $1 limit 1', [row.sha256]);
     if (other) return;
     // Inside the transaction: if the bytes cannot be removed, the row stays too (and the caller may retry).
     await storage.remove(storedName(deleted)).catch((err: unknown) => {
@@ -178,8 +179,8 @@ export async function findPublicFile(em: EntityManager, name: string): Promise<{
   const m = PUBLIC_FILE_NAME.exec(name);
   if (!m) return undefined;
   const sha256 = m[1]!;
-  const [row] = await em.execute<{ contentType: UploadContentType; size: number }[]>(
-    'select content_type as "contentType", size from uploads where sha256 = ? limit 1',
+  const row = await sql(em).one<{ contentType: UploadContentType; size: number }>(
+    'select content_type as "contentType", size from uploads where sha256 = $1 limit 1',
     [sha256],
   );
   if (!row || storedName({ sha256, contentType: row.contentType }) !== name) return undefined;
