@@ -16,12 +16,12 @@ import {
 import { getUser } from '../../domain/users/user.service';
 import { billingDisabled, stripeBillingFor, type StripeBilling } from '../../domain/billing/stripe-billing';
 import { billingPeriod, billingState, consumption, effectiveCaps, planCaps, setOwnCaps, type Caps } from '../../domain/billing/billing.service';
+import { iso } from '../presenters/time';
 
 const TAGS = ['Billing'];
 const MAX_STRIPE_BODY = 512 * 1024;
 const DISABLED = 'Without STRIPE_SECRET_KEY: 409 `BILLING_DISABLED`.';
 
-const iso = (d: Date) => d.toISOString();
 const remaining = (limit: number | null, used: number) => (limit === null ? null : Math.max(0, limit - used));
 
 export function billingRoutes(routes: Routes, deps: ApiDeps): void {

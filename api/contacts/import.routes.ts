@@ -6,9 +6,9 @@ import { cancelJob, getJob, jobEnded, submitBulkJob, submitImportJob, type BulkJ
 import { CsvRejected, MAX_IMPORT_BYTES, readLayout } from '../../domain/contacts/contact-import-csv';
 import { serviceUnavailable, validationError } from '../../domain/errors';
 import type { ApiDeps, AppContext } from '../context';
+import { iso } from '../presenters/time';
 
 const TAGS = ['Contacts'];
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 function presentImportJob(j: JobRow) {
   return {
@@ -22,7 +22,7 @@ function presentImportJob(j: JobRow) {
     failed: j.failed,
     errors: j.errors,
     message: j.message,
-    createdAt: iso(j.createdAt)!,
+    createdAt: iso(j.createdAt),
     startedAt: iso(j.startedAt),
     finishedAt: iso(j.finishedAt),
   };
@@ -39,7 +39,7 @@ function presentBulkJob(j: JobRow) {
     skipped: j.skipped,
     failed: j.failed,
     message: j.message,
-    createdAt: iso(j.createdAt)!,
+    createdAt: iso(j.createdAt),
     finishedAt: iso(j.finishedAt),
   };
 }

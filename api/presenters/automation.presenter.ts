@@ -2,8 +2,7 @@ import { z } from 'zod';
 import { BRANCHES, EXECUTION_STATUSES, STEP_TYPES, type AutomationRow, type ExecutionRow } from '../../domain/automations/automation.entity';
 import type { AutomationDetail, StepRow, TransitionRow } from '../../domain/automations/automation.service';
 import type { ExecutionDetail } from '../../domain/automations/execution.service';
-
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+import { iso } from './time';
 
 export const WorkflowStepSchema = z
   .object({
@@ -73,13 +72,13 @@ export function presentWorkflowSummary(a: AutomationRow) {
     entryStepId: a.entryStepId,
     version: a.graphVersion,
     publishedVersion: a.publishedVersion,
-    createdAt: iso(a.createdAt)!,
-    updatedAt: iso(a.updatedAt)!,
+    createdAt: iso(a.createdAt),
+    updatedAt: iso(a.updatedAt),
   };
 }
 
-export const presentStep = (s: StepRow) => ({ id: s.id, type: s.type, name: s.name, config: s.config, createdAt: iso(s.createdAt)!, updatedAt: iso(s.updatedAt)! });
-export const presentTransition = (t: TransitionRow) => ({ id: t.id, fromStepId: t.fromStepId, toStepId: t.toStepId, branch: t.branch, createdAt: iso(t.createdAt)! });
+export const presentStep = (s: StepRow) => ({ id: s.id, type: s.type, name: s.name, config: s.config, createdAt: iso(s.createdAt), updatedAt: iso(s.updatedAt) });
+export const presentTransition = (t: TransitionRow) => ({ id: t.id, fromStepId: t.fromStepId, toStepId: t.toStepId, branch: t.branch, createdAt: iso(t.createdAt) });
 
 export function presentWorkflow(a: AutomationDetail) {
   return {
@@ -142,7 +141,7 @@ export function presentExecutionSummary(x: ExecutionRow) {
     temporalWorkflowId: x.workflowId,
     triggerEventId: x.triggerEventId,
     statusReason: x.statusReason,
-    startedAt: iso(x.startedAt)!,
+    startedAt: iso(x.startedAt),
     finishedAt: iso(x.finishedAt),
   };
 }
@@ -150,6 +149,6 @@ export function presentExecutionSummary(x: ExecutionRow) {
 export function presentExecution(x: ExecutionDetail) {
   return {
     ...presentExecutionSummary(x),
-    steps: x.steps.map((s) => ({ seq: s.seq, stepId: s.stepId, type: s.type, startedAt: iso(s.startedAt)!, finishedAt: iso(s.finishedAt)!, outcome: s.outcome })),
+    steps: x.steps.map((s) => ({ seq: s.seq, stepId: s.stepId, type: s.type, startedAt: iso(s.startedAt), finishedAt: iso(s.finishedAt), outcome: s.outcome })),
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { CampaignStatsView } from '../../domain/campaigns/campaign-stats';
+import { iso } from './time';
 
 const count = (description: string) => z.number().int().min(0).meta({ description });
 const rate = (description: string) => z.number().min(0).meta({ description: `${description}; 0 when the denominator is 0, 4 decimals.` });
@@ -58,6 +59,6 @@ export function presentCampaignStats(s: CampaignStatsView): CampaignStatsBody {
     bounceRate: s.bounceRate,
     complaintRate: s.complaintRate,
     unsubscribeRate: s.unsubscribeRate,
-    updatedAt: s.updatedAt ? new Date(s.updatedAt).toISOString() : null,
+    updatedAt: iso(s.updatedAt),
   };
 }

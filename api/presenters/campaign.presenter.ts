@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES, type CampaignRow } from '../../domain/campaigns/campaign.entity';
+import { iso } from './time';
 
 export const CampaignSchema = z
   .object({
@@ -37,8 +38,6 @@ export const CampaignSchema = z
   })
   .meta({ id: 'Campaign' });
 
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
-
 export function presentCampaign(c: CampaignRow): z.infer<typeof CampaignSchema> {
   return {
     id: c.id,
@@ -62,7 +61,7 @@ export function presentCampaign(c: CampaignRow): z.infer<typeof CampaignSchema> 
     startedAt: iso(c.startedAt),
     finishedAt: iso(c.finishedAt),
     statusReason: c.statusReason,
-    createdAt: iso(c.createdAt)!,
-    updatedAt: iso(c.updatedAt)!,
+    createdAt: iso(c.createdAt),
+    updatedAt: iso(c.updatedAt),
   };
 }

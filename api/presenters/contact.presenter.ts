@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ContactRow } from '../../domain/contacts/contact.repository';
+import { iso } from './time';
 
 export const ContactSchema = z
   .object({
@@ -22,8 +23,8 @@ export function presentContact(c: ContactRow): z.infer<typeof ContactSchema> {
     email: c.email,
     subscribed: c.subscribed,
     data: c.data,
-    createdAt: new Date(c.createdAt).toISOString(),
-    updatedAt: new Date(c.updatedAt).toISOString(),
+    createdAt: iso(c.createdAt),
+    updatedAt: iso(c.updatedAt),
   };
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Domain } from '../../domain/domains/domain.entity';
 import { RECORD_PURPOSES, RECORD_STATUSES } from '../../domain/domains/dns-records';
+import { iso } from './time';
 
 const DnsRecordSchema = z
   .object({
@@ -36,8 +37,6 @@ export const DomainSchema = z
   })
   .meta({ id: 'Domain' });
 
-const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
-
 export function presentDomain(domain: Domain): z.infer<typeof DomainSchema> {
   return {
     id: domain.id,
@@ -57,10 +56,10 @@ export function presentDomain(domain: Domain): z.infer<typeof DomainSchema> {
       ...(r.error ? { error: r.error } : {}),
     })),
     dkimSelector: domain.dkimSelector ?? null,
-    verifiedAt: iso(domain.verifiedAt),
-    lastCheckedAt: iso(domain.lastCheckedAt),
-    failingSince: iso(domain.failingSince),
-    createdAt: domain.createdAt.toISOString(),
-    updatedAt: domain.updatedAt.toISOString(),
+    verifiedAt: iso(domain.verifiedAt ?? null),
+    lastCheckedAt: iso(domain.lastCheckedAt ?? null),
+    failingSince: iso(domain.failingSince ?? null),
+    createdAt: iso(domain.createdAt),
+    updatedAt: iso(domain.updatedAt),
   };
 }

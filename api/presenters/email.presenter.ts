@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { EmailRecord } from '../../domain/emails/email.service';
+import { iso } from './time';
 
 export const EmailSchema = z
   .object({
@@ -29,9 +30,6 @@ export const EmailSchema = z
   .meta({ id: 'Email', description: 'One message: what was accepted and what happened to it.' });
 export type EmailView = z.infer<typeof EmailSchema>;
 
-/** Raw queries return timestamps as the driver gives them (a string or a Date). */
-const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
-
 export function presentEmail(e: EmailRecord): EmailView {
   return {
     id: e.id,
@@ -54,7 +52,7 @@ export function presentEmail(e: EmailRecord): EmailView {
     firstClickedAt: iso(e.firstClickedAt),
     opens: e.openCount,
     clicks: e.clickCount,
-    createdAt: iso(e.createdAt)!,
-    updatedAt: iso(e.updatedAt)!,
+    createdAt: iso(e.createdAt),
+    updatedAt: iso(e.updatedAt),
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { EventRow } from '../../domain/events/event.service';
+import { iso } from './time';
 
 export const EventSchema = z
   .object({
@@ -15,5 +16,5 @@ export const EventSchema = z
   .meta({ id: 'Event' });
 
 export function presentEvent(e: EventRow): z.infer<typeof EventSchema> {
-  return { ...e, createdAt: new Date(e.createdAt).toISOString() };
+  return { ...e, createdAt: iso(e.createdAt) };
 }

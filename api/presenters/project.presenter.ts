@@ -3,6 +3,7 @@ import { DEFAULT_PROJECT_SETTINGS, type Project } from '../../domain/projects/pr
 import { RESPONSE_VARIANTS } from '../variant';
 import type { Role } from '../../domain/projects/membership.entity';
 import type { KeyPair } from '../../domain/projects/api-keys';
+import { iso } from './time';
 
 export const ProjectSchema = z
   .object({
@@ -38,11 +39,11 @@ export function presentProject(project: Project, role: Role): z.infer<typeof Pro
     role,
     publicKey: project.publicKey,
     secretKeyHint: project.secretKeyHint,
-    keysRotatedAt: project.keysRotatedAt.toISOString(),
+    keysRotatedAt: iso(project.keysRotatedAt),
     disabled: project.disabled,
     settings: { ...DEFAULT_PROJECT_SETTINGS, ...project.settings },
-    createdAt: project.createdAt.toISOString(),
-    updatedAt: project.updatedAt.toISOString(),
+    createdAt: iso(project.createdAt),
+    updatedAt: iso(project.updatedAt),
   };
 }
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { SegmentRow } from '../../domain/segments/segment.service';
 import type { SegmentCompute } from '../../domain/segments/segment-compute';
 import { workflowIds } from '../../temporal/definitions';
+import { iso } from './time';
 
 export const SegmentSchema = z
   .object({
@@ -21,8 +22,6 @@ export const SegmentSchema = z
   })
   .meta({ id: 'Segment' });
 
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
-
 export function presentSegment(s: SegmentRow, opts: { echoFilters?: boolean } = {}): z.infer<typeof SegmentSchema> {
   return {
     id: s.id,
@@ -36,8 +35,8 @@ export function presentSegment(s: SegmentRow, opts: { echoFilters?: boolean } = 
     memberCount: s.memberCount,
     countedAt: iso(s.countedAt),
     computedAt: iso(s.computedAt),
-    createdAt: iso(s.createdAt)!,
-    updatedAt: iso(s.updatedAt)!,
+    createdAt: iso(s.createdAt),
+    updatedAt: iso(s.updatedAt),
   };
 }
 
@@ -70,7 +69,7 @@ export function presentSegmentCompute(c: SegmentCompute): z.infer<typeof Segment
     status: c.status,
     result: c.result ? { entered: c.result.entered, exited: c.result.exited, memberCount: c.result.memberCount } : null,
     error: c.error,
-    startedAt: iso(c.startedAt)!,
+    startedAt: iso(c.startedAt),
     finishedAt: iso(c.finishedAt),
   };
 }

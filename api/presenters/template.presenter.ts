@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TEMPLATE_TYPES, type Template } from '../../domain/templates/template.entity';
+import { iso } from './time';
 
 export const TemplateSchema = z
   .object({
@@ -26,7 +27,7 @@ export function presentTemplate(t: Template): z.infer<typeof TemplateSchema> {
     from: t.from ?? null,
     fromName: t.fromName ?? null,
     replyTo: t.replyTo ?? null,
-    createdAt: new Date(t.createdAt).toISOString(),
-    updatedAt: new Date(t.updatedAt).toISOString(),
+    createdAt: iso(t.createdAt),
+    updatedAt: iso(t.updatedAt),
   };
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../../domain/config';
 import { UPLOAD_CONTENT_TYPES } from '../../domain/uploads/upload.entity';
 import { publicUploadUrl, type UploadRecord } from '../../domain/uploads/upload.service';
+import { iso } from './time';
 
 export const UploadSchema = z
   .object({
@@ -27,6 +28,6 @@ export function presentUpload(config: Pick<Config, 'publicUrl' | 'uploads'>, u: 
     width: u.width,
     height: u.height,
     fileName: u.fileName ?? null,
-    createdAt: new Date(u.createdAt).toISOString(),
+    createdAt: iso(u.createdAt),
   };
 }

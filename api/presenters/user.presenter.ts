@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { User } from '../../domain/users/user.entity';
+import { iso } from './time';
 
 export const UserSchema = z
   .object({ id: z.string(), email: z.string(), name: z.string().nullable(), emailVerified: z.boolean(), createdAt: z.iso.datetime() })
@@ -11,6 +12,6 @@ export function presentUser(user: User): z.infer<typeof UserSchema> {
     email: user.email,
     name: user.name ?? null,
     emailVerified: Boolean(user.emailVerifiedAt),
-    createdAt: user.createdAt.toISOString(),
+    createdAt: iso(user.createdAt),
   };
 }

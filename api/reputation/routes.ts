@@ -3,6 +3,7 @@ import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
 import { IdParams, errorResponses } from '../common.schema';
 import { liftSuspension, reputationOf, type Suspension } from '../../domain/reputation/reputation';
+import { iso } from '../presenters/time';
 
 const Rate = z.number().nullable();
 
@@ -40,8 +41,7 @@ const SecuritySchema = z
   })
   .meta({ id: 'ProjectSecurity' });
 
-const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
-const present = (s: Suspension) => ({ ...s, windowFrom: iso(s.windowFrom)!, createdAt: iso(s.createdAt)!, notifiedAt: iso(s.notifiedAt), liftedAt: iso(s.liftedAt) });
+const present = (s: Suspension) => ({ ...s, windowFrom: iso(s.windowFrom), createdAt: iso(s.createdAt), notifiedAt: iso(s.notifiedAt), liftedAt: iso(s.liftedAt) });
 
 const DESCRIPTION =
   "The project's sending reputation: permanent bounces and complaints per email sent over the window (7 days of whole UTC hours, from the hour after the " +
