@@ -1,4 +1,5 @@
 import type { EventConsumer } from '../events/event-consumer';
+import { statement } from '../db/sql';
 import { engagementOutcome } from '../events/engagement';
 
 /** Service events that count toward a metric besides the engagement outcomes (domain/events/engagement.ts). */
@@ -19,6 +20,29 @@ function bump(counts: Map<string, number>, parts: string[]): void {
   const key = parts.join('\u0000');
   counts.set(key, (counts.get(key) ?? 0) + 1);
 }
+
+const ANALYTICS_HOURLY_ADD = statement(
+  'analytics_hourly_add',
+  `insert into analytics_hourly (project_id, metric, hour, count)
+  select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::bigint[])
+  on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count`,
+);
+
+const EVENT_NAME_HOURLY_ADD = statement(
+  'event_name_hourly_add',
+  `insert into event_name_hourly (project_id, name, hour, system, count)
+  select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::boolean[], $5::bigint[])
+  on conflict (project_id, name, hour) do update set count = event_name_hourly.count + excluded.count`,
+);
+
+const CONTACT_LAST_EVENT_FORWARD = statement(
+  'contact_last_event_forward',
+  `insert into contact_last_event (contact_id, project_id, at)
+  select t.contact_id, t.project_id, t.at from unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) as t(contact_id, project_id, at)
+  where exists (select 1 from contacts c where c.id = t.contact_id)
+  order by t.contact_id
+  on conflict (contact_id) do update set at = greatest(contact_last_event.at, excluded.at)`,
+);
 
 /**
  * The `analytics` consumer: counts each event into the hourly rollups, in the dispatcher's transaction (a
@@ -47,29 +71,21 @@ export const analyticsConsumer: EventConsumer = {
     if (metrics.size) {
       const rows = rowsOf(metrics);
       await tx.run(
-        `insert into analytics_hourly (project_id, metric, hour, count)
-         select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::bigint[])
-         on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count`,
+        ANALYTICS_HOURLY_ADD,
         [0, 1, 2, 3].map((i) => column(rows, i)),
       );
     }
     if (names.size) {
       const rows = rowsOf(names);
       await tx.run(
-        `insert into event_name_hourly (project_id, name, hour, system, count)
-         select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::boolean[], $5::bigint[])
-         on conflict (project_id, name, hour) do update set count = event_name_hourly.count + excluded.count`,
+        EVENT_NAME_HOURLY_ADD,
         [0, 1, 2, 3, 4].map((i) => column(rows, i)),
       );
     }
     // Only forward: a contact deleted since has no row to refer to (the insert skips it; its events are gone too).
     const contacts = [...lastEvent];
     await tx.run(
-      `insert into contact_last_event (contact_id, project_id, at)
-       select t.contact_id, t.project_id, t.at from unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) as t(contact_id, project_id, at)
-       where exists (select 1 from contacts c where c.id = t.contact_id)
-       order by t.contact_id
-       on conflict (contact_id) do update set at = greatest(contact_last_event.at, excluded.at)`,
+      CONTACT_LAST_EVENT_FORWARD,
       [contacts.map(([id]) => id), contacts.map(([, v]) => v.projectId), contacts.map(([, v]) => v.at)],
     );
   },

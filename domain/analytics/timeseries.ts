@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { validationError } from '../errors';
 import { ANALYTICS_METRICS, type AnalyticsMetric } from './analytics-consumer';
 
@@ -34,11 +34,38 @@ export interface Timeseries {
   totals: Record<AnalyticsMetric, number>;
 }
 
+const ANALYTICS_TZ = statement('analytics_tz', 'select exists (select 1 from pg_timezone_names where name = $1) as ok');
+
 /** 422 unless Postgres knows the zone (the rollup is grouped there, so its zone database is the one that counts). */
 async function assertTimezone(em: EntityManager, tz: string): Promise<void> {
-  const [row] = await sql(em).query<{ ok: boolean }>('select exists (select 1 from pg_timezone_names where name = $1) as ok', [tz], 'analytics_tz');
+  const [row] = await sql(em).query<{ ok: boolean }>(ANALYTICS_TZ, [tz]);
   if (!row!.ok) throw validationError([{ field: 'query.timezone', message: `Unknown time zone "${tz}" (an IANA name such as Europe/Berlin)`, code: 'invalid_timezone' }]);
 }
+
+/** The buckets of a series with their counts: the zone's days touched by [from, to), or the UTC hours. */
+const TIMESERIES = {
+  day: statement(
+    'analytics_timeseries_day',
+    `with b as (
+    select (d::timestamp at time zone $4) as start, d::date as day
+    from generate_series(($2::timestamptz at time zone $4)::date, (($3::timestamptz - interval '1 microsecond') at time zone $4)::date, interval '1 day') d
+  ),
+  r as (
+    select (h.hour at time zone $4)::date as day, h.metric, sum(h.count) as n from analytics_hourly h
+    where h.project_id = $1 and h.hour >= (select min(start) from b) and h.hour < (select max(start) from b) + interval '26 hours'
+    group by 1, 2
+  )
+  select b.start, to_char(b.day, 'YYYY-MM-DD') as local, r.metric, r.n::text as n from b left join r on r.day = b.day order by b.start`,
+  ),
+  hour: statement(
+    'analytics_timeseries_hour',
+    `with b as (
+    select s as start from generate_series(date_trunc('hour', $2::timestamptz, 'UTC'), $3::timestamptz - interval '1 microsecond', interval '1 hour') s
+  )
+  select b.start, to_char(b.start at time zone $4, 'YYYY-MM-DD"T"HH24:MI') as local, h.metric, h.count::text as n
+  from b left join analytics_hourly h on h.project_id = $1 and h.hour = b.start order by b.start`,
+  ),
+};
 
 /**
  * Email metrics per hour or per day of the requested zone, from the hourly rollups (never a scan of emails or events),
@@ -61,26 +88,7 @@ export async function timeseries(em: EntityManager, projectId: string, q: Timese
     return { interval: q.interval, timezone: q.timezone, from: from.toISOString(), to: to.toISOString(), metrics, data: [], totals: none };
   }
   // Buckets: the zone's days touched by [from, to), or the UTC hours; each with its start instant and local label.
-  const rows = await sql(em).query<{ start: Date; local: string; metric: string | null; n: string | null }>(
-    q.interval === 'day'
-      ? `with b as (
-           select (d::timestamp at time zone $4) as start, d::date as day
-           from generate_series(($2::timestamptz at time zone $4)::date, (($3::timestamptz - interval '1 microsecond') at time zone $4)::date, interval '1 day') d
-         ),
-         r as (
-           select (h.hour at time zone $4)::date as day, h.metric, sum(h.count) as n from analytics_hourly h
-           where h.project_id = $1 and h.hour >= (select min(start) from b) and h.hour < (select max(start) from b) + interval '26 hours'
-           group by 1, 2
-         )
-         select b.start, to_char(b.day, 'YYYY-MM-DD') as local, r.metric, r.n::text as n from b left join r on r.day = b.day order by b.start`
-      : `with b as (
-           select s as start from generate_series(date_trunc('hour', $2::timestamptz, 'UTC'), $3::timestamptz - interval '1 microsecond', interval '1 hour') s
-         )
-         select b.start, to_char(b.start at time zone $4, 'YYYY-MM-DD"T"HH24:MI') as local, h.metric, h.count::text as n
-         from b left join analytics_hourly h on h.project_id = $1 and h.hour = b.start order by b.start`,
-    [projectId, from, to, q.timezone],
-    `analytics_timeseries_${q.interval}`,
-  );
+  const rows = await sql(em).query<{ start: Date; local: string; metric: string | null; n: string | null }>(TIMESERIES[q.interval], [projectId, from, to, q.timezone]);
   const points = new Map<string, TimeseriesPoint>();
   const zero = () => Object.fromEntries(metrics.map((m) => [m, 0])) as Record<AnalyticsMetric, number>;
   const totals = zero();
@@ -100,6 +108,13 @@ export async function timeseries(em: EntityManager, projectId: string, q: Timese
   return { interval: q.interval, timezone: q.timezone, from: from.toISOString(), to: to.toISOString(), metrics, data: [...points.values()], totals };
 }
 
+const ANALYTICS_TOP_EVENTS = statement(
+  'analytics_top_events',
+  `select name, sum(count)::text as count from event_name_hourly
+  where project_id = $1 and hour >= date_trunc('hour', $2::timestamptz, 'UTC') and hour < $3 and not system
+  group by name order by sum(count) desc, name limit $4`,
+);
+
 /**
  * Tracked event names by count over [from, to) (UTC hours touched), most frequent first, from the hourly rollup
  * (service events, which it counts too, are left out).
@@ -113,11 +128,8 @@ export async function topEvents(
   const from = q.from ?? new Date(to.getTime() - 30 * 86_400_000);
   if (from.getTime() > to.getTime()) throw validationError([{ field: 'query.from', message: 'from must not be after to', code: 'invalid_range' }]);
   const rows = await sql(em).query<{ name: string; count: string }>(
-    `select name, sum(count)::text as count from event_name_hourly
-     where project_id = $1 and hour >= date_trunc('hour', $2::timestamptz, 'UTC') and hour < $3 and not system
-     group by name order by sum(count) desc, name limit $4`,
+    ANALYTICS_TOP_EVENTS,
     [projectId, from, to, q.limit],
-    'analytics_top_events',
   );
   return { from: from.toISOString(), to: to.toISOString(), data: rows.map((r) => ({ name: r.name, count: Number(r.count) })) };
 }

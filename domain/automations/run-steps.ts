@@ -5,7 +5,7 @@ import { uuidFromName } from '../ids';
 import { AppError } from '../errors';
 import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type TemplateParts } from '../compose/composer';
 import { insertEmails } from '../emails/email-intake';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { deliverBatch, markEmailsFailed } from '../emails/delivery';
 import type { SecretBox } from '../domains/secret-box';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
@@ -61,6 +61,32 @@ export interface ProgressResult {
   waitedEvent?: WaitedEvent;
 }
 
+const AUTOMATION_PROGRESS = statement(
+  'automation_progress',
+  `with fin as (
+    insert into automation_execution_steps (execution_id, seq, step_id, type, started_at, finished_at, outcome, project_id, automation_id)
+    select $1::uuid, $2::int, $3::uuid, $4::text, to_timestamp($5::double precision / 1000), now(), $6::jsonb, x.project_id, x.automation_id
+    from automation_executions x where x.id = $1::uuid and $7::boolean
+    on conflict (execution_id, seq) do nothing
+  ),
+  upd as (
+    update automation_executions set status = $8::text, current_step_id = $9::uuid, waiting_event = $10::text,
+      -- A repeated record of the same wait (a retried activity) keeps its start: events since then still count. A
+      -- repeat is told apart from a new pass through the same step (a loop) by the finished step's row, which exists
+      -- only on a repeat (this statement's own insert is not visible here).
+      wait_since = case when $10::text is null then null
+                        when waiting_event = $10::text and current_step_id = $9::uuid and wait_since is not null
+                             and (not $7::boolean or exists (select 1 from automation_execution_steps s
+                                                              where s.execution_id = automation_executions.id and s.seq = $2::int))
+                        then wait_since else now() end,
+      next_wake_at = case when $11::bigint is null then null else now() + $11::bigint * interval '1 millisecond' end,
+      status_reason = $12::text, finished_at = case when $13::boolean then now() end, updated_at = now()
+    where id = $1::uuid and status in ('RUNNING', 'WAITING')
+    returning wait_since
+  )
+  select exists (select 1 from contacts where id = $14::uuid and project_id = $15::uuid) as "contactExists", (select wait_since from upd) as "waitSince"`,
+);
+
 /**
  * Records the step that ended and where the run goes on (or its end) in one statement: the execution row is the API's
  * view of the run. A run already ended (a repeated end, or a row the API marked after Temporal said terminated)
@@ -71,35 +97,13 @@ export async function recordProgress(em: EntityManager, input: ProgressInput): P
   const f = input.finished;
   const status = input.end?.status ?? input.next!.status;
   const row = await sql(em).one<{ contactExists: boolean; waitSince: Date | null }>(
-    `with fin as (
-       insert into automation_execution_steps (execution_id, seq, step_id, type, started_at, finished_at, outcome, project_id, automation_id)
-       select $1::uuid, $2::int, $3::uuid, $4::text, to_timestamp($5::double precision / 1000), now(), $6::jsonb, x.project_id, x.automation_id
-       from automation_executions x where x.id = $1::uuid and $7::boolean
-       on conflict (execution_id, seq) do nothing
-     ),
-     upd as (
-       update automation_executions set status = $8::text, current_step_id = $9::uuid, waiting_event = $10::text,
-         -- A repeated record of the same wait (a retried activity) keeps its start: events since then still count. A
-         -- repeat is told apart from a new pass through the same step (a loop) by the finished step's row, which exists
-         -- only on a repeat (this statement's own insert is not visible here).
-         wait_since = case when $10::text is null then null
-                           when waiting_event = $10::text and current_step_id = $9::uuid and wait_since is not null
-                                and (not $7::boolean or exists (select 1 from automation_execution_steps s
-                                                                 where s.execution_id = automation_executions.id and s.seq = $2::int))
-                           then wait_since else now() end,
-         next_wake_at = case when $11::bigint is null then null else now() + $11::bigint * interval '1 millisecond' end,
-         status_reason = $12::text, finished_at = case when $13::boolean then now() end, updated_at = now()
-       where id = $1::uuid and status in ('RUNNING', 'WAITING')
-       returning wait_since
-     )
-     select exists (select 1 from contacts where id = $14::uuid and project_id = $15::uuid) as "contactExists", (select wait_since from upd) as "waitSince"`,
-    [
+     AUTOMATION_PROGRESS,
+     [
       input.executionId, f?.seq ?? 0, f?.stepId ?? null, f?.type ?? null, f?.startedAt ?? 0, JSON.stringify(f?.outcome ?? {}), f !== null,
       status, input.end ? null : input.next!.stepId, input.next?.waitingEvent ?? null, input.next?.wakeInMs ?? null, input.end?.reason ?? null,
       input.end !== undefined, input.contactId, input.projectId,
     ],
-    'automation_progress',
-  );
+   );
   const result: ProgressResult = { contactGone: !row!.contactExists };
   if (input.next?.waitingEvent && row!.waitSince) {
     const since = row!.waitSince;
@@ -133,6 +137,16 @@ export interface SendStepDeps {
   billing: BillingConfig;
 }
 
+const AUTOMATION_SEND_READ = statement(
+  'automation_send_read',
+  `select (select json_build_object('status', status, 'createdAt', created_at, 'error', error) from emails where id = $1) as existing,
+  (select json_build_object('email', email, 'data', data) from contacts where id = $2 and project_id = $3) as contact,
+  (select json_build_object('id', id, 'type', type, 'subject', subject, 'body', body, 'from', from_email, 'fromName', from_name, 'replyTo', reply_to)
+     from templates where id = $4 and project_id = $3) as template,
+  (select settings from projects where id = $3) as settings,
+  (select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing`,
+);
+
 /**
  * SEND_EMAIL: the step's template through the composer (contact data, `{{ context.* }}`), stored as an `emails` row
  * under an id derived from the run and the step's number, then delivered by the same claim-and-send as /v1/send.
@@ -149,14 +163,8 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
     settings: Partial<ProjectSettings> | null;
     billing: { plan: string; emails: string | null } | null;
   }>(
-    `select (select json_build_object('status', status, 'createdAt', created_at, 'error', error) from emails where id = $1) as existing,
-            (select json_build_object('email', email, 'data', data) from contacts where id = $2 and project_id = $3) as contact,
-            (select json_build_object('id', id, 'type', type, 'subject', subject, 'body', body, 'from', from_email, 'fromName', from_name, 'replyTo', reply_to)
-               from templates where id = $4 and project_id = $3) as template,
-            (select settings from projects where id = $3) as settings,
-            (select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing`,
+    AUTOMATION_SEND_READ,
     [emailId, input.contactId, input.projectId, input.config.templateId],
-    'automation_send_read',
   );
   let existing = row!.existing;
   if (!existing) {

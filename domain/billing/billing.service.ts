@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import { AppError } from '../errors';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
 import { countContacts } from '../contacts/contact-counts';
@@ -44,14 +44,18 @@ interface BillingRow {
 
 const num = (v: string | number | null) => (v === null ? null : Number(v));
 
+const BILLING_STATE = statement(
+  'billing_state',
+  `select plan, emails_per_month as emails, contacts, events_per_month as events, stripe_customer_id as customer,
+         stripe_subscription_id as subscription, subscription_status as status
+  from project_billing where project_id = $1`,
+);
+
 /** The project's billing row, or the default (default plan, no caps of its own, no customer). */
 export async function billingState(em: EntityManager, config: BillingConfig, projectId: string): Promise<BillingState> {
   const row = await sql(em).one<BillingRow>(
-    `select plan, emails_per_month as emails, contacts, events_per_month as events, stripe_customer_id as customer,
-            stripe_subscription_id as subscription, subscription_status as status
-     from project_billing where project_id = $1`,
+    BILLING_STATE,
     [projectId],
-    'billing_state',
   );
   if (!row) return { plan: config.defaultPlan, own: { ...NO_CAPS }, stripeCustomerId: null, stripeSubscriptionId: null, subscriptionStatus: null };
   return {
@@ -101,33 +105,39 @@ interface Consumption {
   events: number;
 }
 
+const BILLING_EMAILS_SENT = statement('billing_emails_sent', `select coalesce(sum(count), 0) as n from analytics_hourly where project_id = $1 and metric = 'sent' and hour >= $2 and hour < $3`);
+
 /** Emails sent in the period, from the hourly rollup. */
 async function emailsSent(em: EntityManager, projectId: string, period: { start: Date; end: Date }): Promise<number> {
   const row = await sql(em).one<{ n: string }>(
-    `select coalesce(sum(count), 0) as n from analytics_hourly where project_id = $1 and metric = 'sent' and hour >= $2 and hour < $3`,
+    BILLING_EMAILS_SENT,
     [projectId, period.start, period.end],
-    'billing_emails_sent',
   );
   return Number(row!.n);
 }
+
+const BILLING_EMAILS_PENDING = statement(
+  'billing_emails_pending',
+  `select coalesce(sum(greatest(s.audience - s.sent - s.failed - s.skipped, 0)), 0) as n
+  from campaigns c join campaign_stats s on s.campaign_id = c.id where c.project_id = $1 and c.status in ('SENDING', 'PAUSED')`,
+);
 
 /** Recipients of the project's SENDING and PAUSED campaigns not yet sent, failed or skipped (their counters row). */
 async function emailsPending(em: EntityManager, projectId: string): Promise<number> {
   const row = await sql(em).one<{ n: string }>(
-    `select coalesce(sum(greatest(s.audience - s.sent - s.failed - s.skipped, 0)), 0) as n
-     from campaigns c join campaign_stats s on s.campaign_id = c.id where c.project_id = $1 and c.status in ('SENDING', 'PAUSED')`,
+    BILLING_EMAILS_PENDING,
     [projectId],
-    'billing_emails_pending',
   );
   return Number(row!.n);
 }
 
+const BILLING_EVENTS_TRACKED = statement('billing_events_tracked', `select coalesce(sum(count), 0) as n from event_name_hourly where project_id = $1 and not system and hour >= $2 and hour < $3`);
+
 /** Tracked events in the period, from the per-name hourly rollup (service events are `system` there). */
 async function eventsTracked(em: EntityManager, projectId: string, period: { start: Date; end: Date }): Promise<number> {
   const row = await sql(em).one<{ n: string }>(
-    `select coalesce(sum(count), 0) as n from event_name_hourly where project_id = $1 and not system and hour >= $2 and hour < $3`,
+    BILLING_EVENTS_TRACKED,
     [projectId, period.start, period.end],
-    'billing_events_tracked',
   );
   return Number(row!.n);
 }
@@ -167,6 +177,8 @@ const EVENTS_READ_TTL_MS = 1_000;
 
 const UNIT: Record<CapCategory, string> = { emails: 'emails this month', contacts: 'contacts', events: 'tracked events this month' };
 
+const BILLING_EXISTING_CONTACTS = statement('billing_existing_contacts', 'select count(*)::int as n from contacts where project_id = $1 and email = any($2::text[])');
+
 /**
  * Refuses, before anything is done, a request that would take the project past one of its caps (402
  * BILLING_LIMIT_EXCEEDED). Projects without caps cost one cached lookup. The caps are read through a cache the change
@@ -201,9 +213,8 @@ export class BillingGuard {
     const unique = [...new Set(emails.map(normalizeEmail))];
     if (used + unique.length <= cap) return; // even if every one were new
     const row = await sql(em).one<{ n: number }>(
-      'select count(*)::int as n from contacts where project_id = $1 and email = any($2::text[])',
+      BILLING_EXISTING_CONTACTS,
       [projectId, unique],
-      'billing_existing_contacts',
     );
     refuseOver('contacts', cap, used, unique.length - row!.n);
   }

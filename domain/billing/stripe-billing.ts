@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import Stripe from 'stripe';
 import { AppError, conflict, validationError } from '../errors';
 import { logger } from '../logger';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { billingState, type BillingConfig } from './billing.service';
 
 type StripeSettings = NonNullable<BillingConfig['stripe']>;
@@ -65,6 +65,27 @@ interface PlanChange {
   eventAt: Date;
 }
 
+const BILLING_CUSTOMER_PROJECT = statement('billing_customer_project', 'select project_id from project_billing where stripe_customer_id = $1');
+
+const BILLING_APPLY_PLAN = statement(
+  'billing_apply_plan',
+  `insert into project_billing (project_id, plan, stripe_customer_id, stripe_subscription_id, subscription_status, stripe_event_at)
+  select $1, $2, $3, $4, $5, $6 where exists (select 1 from projects where id = $1)
+  on conflict (project_id) do update set plan = excluded.plan,
+    stripe_customer_id = coalesce(project_billing.stripe_customer_id, excluded.stripe_customer_id),
+    stripe_subscription_id = excluded.stripe_subscription_id, subscription_status = excluded.subscription_status,
+    stripe_event_at = excluded.stripe_event_at, updated_at = now()
+  where project_billing.stripe_event_at is null or project_billing.stripe_event_at <= excluded.stripe_event_at
+  returning project_id`,
+);
+
+const BILLING_SET_CUSTOMER = statement(
+  'billing_set_customer',
+  `insert into project_billing (project_id, plan, stripe_customer_id) values ($1, $2, $3)
+  on conflict (project_id) do update set stripe_customer_id = coalesce(project_billing.stripe_customer_id, excluded.stripe_customer_id), updated_at = now()
+  returning stripe_customer_id as customer`,
+);
+
 /** Checkout, the billing portal, invoices and the webhook: Stripe through its official package. */
 export class StripeBilling {
   private readonly stripe: Stripe;
@@ -85,11 +106,8 @@ export class StripeBilling {
     );
     // A concurrent request may have stored one first: the stored one wins.
     const row = await sql(em).one<{ customer: string }>(
-      `insert into project_billing (project_id, plan, stripe_customer_id) values ($1, $2, $3)
-       on conflict (project_id) do update set stripe_customer_id = coalesce(project_billing.stripe_customer_id, excluded.stripe_customer_id), updated_at = now()
-       returning stripe_customer_id as customer`,
+      BILLING_SET_CUSTOMER,
       [project.id, this.config.defaultPlan, created.id],
-      'billing_set_customer',
     );
     return row!.customer;
   }
@@ -195,23 +213,15 @@ export class StripeBilling {
     const projectId = c.projectId && UUID.test(c.projectId) ? c.projectId : await this.projectOfCustomer(em, c.customer);
     if (!projectId) return false;
     const rows = await sql(em).query<{ project_id: string }>(
-      `insert into project_billing (project_id, plan, stripe_customer_id, stripe_subscription_id, subscription_status, stripe_event_at)
-       select $1, $2, $3, $4, $5, $6 where exists (select 1 from projects where id = $1)
-       on conflict (project_id) do update set plan = excluded.plan,
-         stripe_customer_id = coalesce(project_billing.stripe_customer_id, excluded.stripe_customer_id),
-         stripe_subscription_id = excluded.stripe_subscription_id, subscription_status = excluded.subscription_status,
-         stripe_event_at = excluded.stripe_event_at, updated_at = now()
-       where project_billing.stripe_event_at is null or project_billing.stripe_event_at <= excluded.stripe_event_at
-       returning project_id`,
+      BILLING_APPLY_PLAN,
       [projectId, c.plan, c.customer, c.subscription, c.status, c.eventAt],
-      'billing_apply_plan',
     );
     return rows.length > 0;
   }
 
   private async projectOfCustomer(em: EntityManager, customer: string | null): Promise<string | undefined> {
     if (!customer) return undefined;
-    const row = await sql(em).one<{ project_id: string }>('select project_id from project_billing where stripe_customer_id = $1', [customer], 'billing_customer_project');
+    const row = await sql(em).one<{ project_id: string }>(BILLING_CUSTOMER_PROJECT, [customer]);
     return row?.project_id;
   }
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql, transaction } from '../db/sql';
+import { sql, transaction, statement } from '../db/sql';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../config';
 import { isDatabaseUnavailable } from '../db/unavailable';
@@ -119,6 +119,8 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
   return { state: 'ended', status: 'FAILED' };
 }
 
+const CAMPAIGN_TEMPLATE = statement('campaign_template', `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = $1 and project_id = $2`);
+
 /**
  * The message a campaign sends: its template (if any) under its own subject, body and sender, with the sender domain
  * checked (403 when it is no longer verified). Shared by the send and the test send.
@@ -127,9 +129,8 @@ export async function resolveCampaignMessage(em: EntityManager, c: CampaignRow):
   let template: TemplateParts | undefined;
   if (c.templateId) {
     const [t] = await sql(em).query<TemplateParts>(
-      `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = $1 and project_id = $2`,
+      CAMPAIGN_TEMPLATE,
       [c.templateId, c.projectId],
-      'campaign_template',
     );
     if (!t) throw validationError([{ field: 'templateId', message: "The campaign's template no longer exists", code: 'not_found' }]);
     template = t;
@@ -160,8 +161,10 @@ async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<Se
   };
 }
 
+const CAMPAIGN_PROJECT_SETTINGS = statement('campaign_project_settings', 'select settings from projects where id = $1');
+
 async function projectSettings(em: EntityManager, projectId: string): Promise<ProjectSettings> {
-  const [row] = await sql(em).query<{ settings: Partial<ProjectSettings> }>('select settings from projects where id = $1', [projectId], 'campaign_project_settings');
+  const [row] = await sql(em).query<{ settings: Partial<ProjectSettings> }>(CAMPAIGN_PROJECT_SETTINGS, [projectId]);
   return { ...DEFAULT_PROJECT_SETTINGS, ...row?.settings };
 }
 
@@ -232,6 +235,14 @@ const RENDER_BATCH = 25;
 /** Render batches dispatched ahead of the one being sent. */
 const RENDER_AHEAD = 4;
 
+const CAMPAIGN_CHUNK = statement(
+  'campaign_chunk',
+  `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data
+  from emails e left join contacts c on c.id = e.contact_id
+  where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
+  order by e.contact_id limit $5`,
+);
+
 /** Sends one share of a campaign's snapshot, from `cursor`, until it is done, the campaign stops, or the budget is spent. */
 export async function sendCampaignPartition(deps: SendEngineDeps, input: PartitionInput, hooks: PartitionHooks): Promise<PartitionResult> {
   const { em } = deps;
@@ -253,12 +264,8 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const deadline = Date.now() + hooks.budgetMs;
   const readChunk = (after: string | null) =>
     sql(em).query<RecipientRow>(
-      `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data
-       from emails e left join contacts c on c.id = e.contact_id
-       where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
-       order by e.contact_id limit $5`,
+      CAMPAIGN_CHUNK,
       [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize],
-      'campaign_chunk',
     );
   let next = readChunk(result.cursor);
   // A chunk can take longer than the heartbeat timeout behind a slow relay: beat on a timer too (with the cursor of
@@ -338,12 +345,16 @@ interface CampaignHead {
   settings: Partial<ProjectSettings>;
 }
 
+const CAMPAIGN_HEAD = statement(
+  'campaign_head',
+  `select c.status, c.project_id as "projectId", c.name, c.send_content as "sendContent", p.settings
+  from campaigns c join projects p on p.id = c.project_id where c.id = $1`,
+);
+
 async function campaignHead(em: EntityManager, campaignId: string): Promise<CampaignHead | undefined> {
   const [row] = await sql(em).query<CampaignHead>(
-    `select c.status, c.project_id as "projectId", c.name, c.send_content as "sendContent", p.settings
-     from campaigns c join projects p on p.id = c.project_id where c.id = $1`,
+    CAMPAIGN_HEAD,
     [campaignId],
-    'campaign_head',
   );
   return row;
 }
@@ -365,13 +376,17 @@ function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): Mess
   };
 }
 
+const CAMPAIGN_DKIM_KEY = statement(
+  'campaign_dkim_key',
+  `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
+  from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null`,
+);
+
 /** The sender domain's DKIM key (the render threads sign each message with it), if the domain has one. */
 async function senderDkim(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<DkimSigningKey | undefined> {
   const [key] = await sql(deps.em).query<SealedDkimKey>(
-    `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
-     from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null`,
+    CAMPAIGN_DKIM_KEY,
     [projectId, emailDomain(fromEmail)],
-    'campaign_dkim_key',
   );
   return key ? dkimFor(key, deps.secretBox) : undefined;
 }
@@ -400,6 +415,69 @@ const CAMPAIGN_OUTCOME_STATUS: Record<Outcome['kind'], EmailOutcomeStatus> = { s
 
 /** How long a batch of outcomes is retried while the database is away before the activity gives up (and resends). */
 const RECORD_RETRY_MS = 60_000;
+
+const CAMPAIGN_RECORD_RETRY = statement(
+  'campaign_record_retry',
+  `update emails e set error = v.err, attempts = e.attempts + 1, updated_at = now()
+  from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status = 'QUEUED'`,
+);
+
+const CAMPAIGN_RECORD_REJECTED = statement('campaign_record_rejected', `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+         upd as (
+           update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', attempts = e.attempts + 1, updated_at = now()
+           from v where e.id = v.id and e.status = 'QUEUED'
+           returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+         ),
+         ev as (
+           ${insertEventsSql(
+             {
+               id: 'event_id',
+               projectId: 'project_id',
+               contactId: 'contact_id',
+               name: sqlName('email.bounced'),
+               data: eventDataSql('email.bounced', { source: `'smtp'`, bounceType: `'Permanent'`, response: 'resp', campaignId: '$4::uuid' }),
+               source: 'SYSTEM',
+               emailId: 'id',
+             },
+             'from upd where contact_id is not null',
+           )}
+         ),
+         n as (select count(*)::int as n from upd),
+         -- Handed to the relay, like every sent message: bounced / sent stays a rate of what was sent.
+         st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $4::uuid and n.n > 0)
+         select n from n`);
+
+const CAMPAIGN_RECORD_SENT = statement(
+  'campaign_record_sent',
+  `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) as v(id, subject, mid, resp)),
+  upd as (
+    update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp, error = null,
+      attempts = e.attempts + 1, sent_at = now(), updated_at = now()
+    from v where e.id = v.id and e.status = 'QUEUED'
+    returning 1
+  ),
+  n as (select count(*)::int as n from upd),
+  st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $5 and n.n > 0),
+  -- Campaign messages emit no email.sent events: their sends count into the analytics rollup here.
+  ah as (
+    insert into analytics_hourly (project_id, metric, hour, count)
+    select c.project_id, 'sent', date_trunc('hour', now(), 'UTC'), n.n from n, campaigns c where c.id = $5 and n.n > 0
+    on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count
+  )
+  select n from n`,
+);
+
+/** Rows that end without an SMTP transaction, by kind: the row's end state and the counter it goes to. */
+const endUnsentSql = (status: 'CANCELLED' | 'FAILED', counter: 'skipped' | 'failed') => `
+with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
+upd as (update emails e set status = '${status}', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+n as (select count(*)::int as n from upd),
+st as (update campaign_stats set ${counter} = ${counter} + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
+select n from n`;
+const END_UNSENT = {
+  skipped: statement('campaign_record_skipped', endUnsentSql('CANCELLED', 'skipped')),
+  invalid: statement('campaign_record_invalid', endUnsentSql('FAILED', 'failed')),
+};
 
 /**
  * Records outcomes in batches: at most FLUSH_MS after an SMTP reply (or FLUSH_COUNT replies), one statement per
@@ -453,16 +531,7 @@ class OutcomeRecorder {
    * in `failed`). Returns how many rows it ended.
    */
   private async endUnsent(kind: 'skipped' | 'invalid', rows: { id: string; reason: string }[]): Promise<number> {
-    const [status, counter] = kind === 'skipped' ? ['CANCELLED', 'skipped'] : ['FAILED', 'failed'];
-    const [r] = await sql(this.em).query<{ n: number }>(
-      `with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
-       upd as (update emails e set status = '${status}', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
-       n as (select count(*)::int as n from upd),
-       st as (update campaign_stats set ${counter} = ${counter} + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
-       select n from n`,
-      [rows.map((o) => o.id), rows.map((o) => o.reason), this.campaignId],
-      `campaign_record_${kind}`,
-    );
+    const [r] = await sql(this.em).query<{ n: number }>(END_UNSENT[kind], [rows.map((o) => o.id), rows.map((o) => o.reason), this.campaignId]);
     return r!.n;
   }
 
@@ -492,55 +561,15 @@ class OutcomeRecorder {
     const invalid = batch.filter((o) => o.kind === 'invalid');
     if (sent.length) {
       const [r] = await sql(this.em).query<{ n: number }>(
-        `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) as v(id, subject, mid, resp)),
-         upd as (
-           update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp, error = null,
-             attempts = e.attempts + 1, sent_at = now(), updated_at = now()
-           from v where e.id = v.id and e.status = 'QUEUED'
-           returning 1
-         ),
-         n as (select count(*)::int as n from upd),
-         st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $5 and n.n > 0),
-         -- Campaign messages emit no email.sent events: their sends count into the analytics rollup here.
-         ah as (
-           insert into analytics_hourly (project_id, metric, hour, count)
-           select c.project_id, 'sent', date_trunc('hour', now(), 'UTC'), n.n from n, campaigns c where c.id = $5 and n.n > 0
-           on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count
-         )
-         select n from n`,
+        CAMPAIGN_RECORD_SENT,
         [sent.map((o) => o.id), sent.map((o) => o.subject), sent.map((o) => o.messageId), sent.map((o) => o.response), this.campaignId],
-        'campaign_record_sent',
       );
       this.counts.sent += r!.n;
     }
     if (rejected.length) {
       const [r] = await sql(this.em).query<{ n: number }>(
-        `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
-         upd as (
-           update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', attempts = e.attempts + 1, updated_at = now()
-           from v where e.id = v.id and e.status = 'QUEUED'
-           returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
-         ),
-         ev as (
-           ${insertEventsSql(
-             {
-               id: 'event_id',
-               projectId: 'project_id',
-               contactId: 'contact_id',
-               name: sqlName('email.bounced'),
-               data: eventDataSql('email.bounced', { source: `'smtp'`, bounceType: `'Permanent'`, response: 'resp', campaignId: '$4::uuid' }),
-               source: 'SYSTEM',
-               emailId: 'id',
-             },
-             'from upd where contact_id is not null',
-           )}
-         ),
-         n as (select count(*)::int as n from upd),
-         -- Handed to the relay, like every sent message: bounced / sent stays a rate of what was sent.
-         st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $4::uuid and n.n > 0)
-         select n from n`,
+        CAMPAIGN_RECORD_REJECTED,
         [rejected.map((o) => o.id), rejected.map((o) => o.response), rejected.map(() => uuidv7()), this.campaignId],
-        'campaign_record_rejected',
       );
       this.counts.rejected += r!.n;
     }
@@ -548,10 +577,8 @@ class OutcomeRecorder {
     if (invalid.length) this.counts.invalid += await this.endUnsent('invalid', invalid);
     if (retry.length) {
       await sql(this.em).query(
-        `update emails e set error = v.err, attempts = e.attempts + 1, updated_at = now()
-         from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status = 'QUEUED'`,
+        CAMPAIGN_RECORD_RETRY,
         [retry.map((o) => o.id), retry.map((o) => o.error)],
-        'campaign_record_retry',
       );
       this.counts.retry += retry.length;
     }

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import type { Pool } from 'pg';
 import type { EventConsumer, OutboxEvent } from '../events/event-consumer';
 import { notFound } from '../errors';
@@ -131,12 +131,14 @@ export function uuidv7Floor(ms: number): string {
 let lastPrune = 0;
 let pruning = false;
 
+const CAMPAIGN_STATS_PRUNE = statement('campaign_stats_prune', PRUNE_SQL);
+
 /** Deletes old receipts in small chunks (short transactions), in the background of the consumer. */
 async function pruneReceipts(pool: Pool, now: number): Promise<number> {
   const floor = uuidv7Floor(now - RECEIPT_RETENTION_MS);
   let deleted = 0;
   for (;;) {
-    const n = await sql(pool).run(PRUNE_SQL, [floor, CAMPAIGN_STATS_CONSUMER, PRUNE_CHUNK], 'campaign_stats_prune');
+    const n = await sql(pool).run(CAMPAIGN_STATS_PRUNE, [floor, CAMPAIGN_STATS_CONSUMER, PRUNE_CHUNK]);
     deleted += n;
     if (n < PRUNE_CHUNK) return deleted;
   }
@@ -158,13 +160,15 @@ function maybePrune(pool: Pool): void {
     });
 }
 
+const CAMPAIGN_STATS_COUNT = statement('campaign_stats_count', COUNT_SQL);
+
 /** The outbox consumer that keeps campaigns' engagement counters (register it in domain/registry.ts). */
 export const campaignStatsConsumer: EventConsumer = {
   name: CAMPAIGN_STATS_CONSUMER,
   eventNames: ENGAGEMENT_EVENT_NAMES,
   async handle(events, { pool }) {
     const { ids, emailIds, marks } = countable(events);
-    if (ids.length > 0) await sql(pool).run(COUNT_SQL, [ids, emailIds, marks], 'campaign_stats_count');
+    if (ids.length > 0) await sql(pool).run(CAMPAIGN_STATS_COUNT, [ids, emailIds, marks]);
     maybePrune(pool);
   },
 };
@@ -227,6 +231,18 @@ export function campaignRates(c: CampaignCounters): CampaignRates {
 /** The ORM's driver hands raw timestamps over as text. */
 type StatsRow = CampaignCounters & { campaignId: string; updatedAt: Date | string | null };
 
+const CAMPAIGN_STATS_GET = statement(
+  'campaign_stats_get',
+  `select c.id as "campaignId",
+    coalesce(s.audience, 0) as audience, coalesce(s.sent, 0) as sent, coalesce(s.delivered, 0) as delivered,
+    coalesce(s.opened_unique, 0) as "openedUnique", coalesce(s.opened_total, 0) as "openedTotal",
+    coalesce(s.clicked_unique, 0) as "clickedUnique", coalesce(s.clicked_total, 0) as "clickedTotal",
+    coalesce(s.bounced, 0) as bounced, coalesce(s.complained, 0) as complained, coalesce(s.unsubscribed, 0) as unsubscribed,
+    coalesce(s.failed, 0) as failed, coalesce(s.skipped, 0) as skipped, s.updated_at as "updatedAt"
+  from campaigns c left join campaign_stats s on s.campaign_id = c.id
+  where c.id = $1 and c.project_id = $2`,
+);
+
 /**
  * A campaign's counters and rates: one row (the campaign joined to its counters by primary key), never a scan of its
  * emails. Zeros and no `updatedAt` before the send started (no counters yet). 404 when the campaign is not the
@@ -234,16 +250,8 @@ type StatsRow = CampaignCounters & { campaignId: string; updatedAt: Date | strin
  */
 export async function getCampaignStats(em: EntityManager, projectId: string, campaignId: string): Promise<CampaignStatsView> {
   const [row] = await sql(em).query<StatsRow>(
-    `select c.id as "campaignId",
-       coalesce(s.audience, 0) as audience, coalesce(s.sent, 0) as sent, coalesce(s.delivered, 0) as delivered,
-       coalesce(s.opened_unique, 0) as "openedUnique", coalesce(s.opened_total, 0) as "openedTotal",
-       coalesce(s.clicked_unique, 0) as "clickedUnique", coalesce(s.clicked_total, 0) as "clickedTotal",
-       coalesce(s.bounced, 0) as bounced, coalesce(s.complained, 0) as complained, coalesce(s.unsubscribed, 0) as unsubscribed,
-       coalesce(s.failed, 0) as failed, coalesce(s.skipped, 0) as skipped, s.updated_at as "updatedAt"
-     from campaigns c left join campaign_stats s on s.campaign_id = c.id
-     where c.id = $1 and c.project_id = $2`,
+    CAMPAIGN_STATS_GET,
     [campaignId, projectId],
-    'campaign_stats_get',
   );
   if (!row) throw notFound('Campaign');
   return { ...row, ...campaignRates(row), updatedAt: row.updatedAt === null ? null : new Date(row.updatedAt) };

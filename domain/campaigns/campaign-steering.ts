@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { AppError, conflict, notFound, validationError } from '../errors';
 import { logger } from '../logger';
 import { closedOutside } from '../temporal-mirror';
@@ -38,12 +38,26 @@ function assertScheduleTime(field: 'scheduledFor' | 'scheduledAt', at: Date, now
   if (at.getTime() - now.getTime() > MAX_SCHEDULE_AHEAD_MS) throw validationError([{ field, message: 'At most a year ahead', code: 'too_far' }]);
 }
 
+const CAMPAIGN_ROW = statement('campaign_row', `select ${CAMPAIGN_SELECT} from campaigns where id = $1 and project_id = $2`);
+
 /** A campaign of the project (404 otherwise). */
 export async function campaignRow(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
-  const [row] = await sql(em).query<CampaignRow>(`select ${CAMPAIGN_SELECT} from campaigns where id = $1 and project_id = $2`, [id, projectId], 'campaign_row');
+  const [row] = await sql(em).query<CampaignRow>(CAMPAIGN_ROW, [id, projectId]);
   if (!row) throw notFound('Campaign');
   return row;
 }
+
+const CAMPAIGN_TRANSITION = statement(
+  'campaign_transition',
+  `update campaigns set status = $4,
+    scheduled_at = case when $5::boolean then $6::timestamptz else scheduled_at end,
+    workflow_id = case when $7::boolean then $8 else workflow_id end,
+    finished_at = case when $9::boolean then now() else finished_at end,
+    status_reason = case when $10::boolean then $11 else status_reason end,
+    updated_at = now()
+  where id = $1 and project_id = $2 and status = any($3::text[])
+  returning ${CAMPAIGN_SELECT}`,
+);
 
 /**
  * Moves a campaign from one of `from` to `to` (with extra assignments), atomically. Null when the campaign is in
@@ -58,15 +72,8 @@ async function transition(
   extra: { scheduledAt?: Date | null; workflowId?: string | null; finished?: boolean; reason?: string | null } = {},
 ): Promise<CampaignRow | null> {
   const [row] = await sql(em).query<CampaignRow>(
-    `update campaigns set status = $4,
-       scheduled_at = case when $5::boolean then $6::timestamptz else scheduled_at end,
-       workflow_id = case when $7::boolean then $8 else workflow_id end,
-       finished_at = case when $9::boolean then now() else finished_at end,
-       status_reason = case when $10::boolean then $11 else status_reason end,
-       updated_at = now()
-     where id = $1 and project_id = $2 and status = any($3::text[])
-     returning ${CAMPAIGN_SELECT}`,
-    [
+     CAMPAIGN_TRANSITION,
+     [
       id,
       projectId,
       from,
@@ -79,8 +86,7 @@ async function transition(
       extra.reason !== undefined,
       extra.reason ?? null,
     ],
-    'campaign_transition',
-  );
+   );
   return row ?? null;
 }
 
@@ -101,6 +107,8 @@ async function assertSendable(em: EntityManager, c: CampaignRow): Promise<void> 
   await resolveCampaignMessage(em, c);
   await audienceWhere(em, c);
 }
+
+const CAMPAIGN_STATS_INIT = statement('campaign_stats_init', 'insert into campaign_stats (campaign_id) values ($1) on conflict do nothing');
 
 /**
  * `POST /campaigns/:id/send`: a DRAFT becomes SENDING (now) or SCHEDULED (`scheduledFor`, which must be in the
@@ -131,7 +139,7 @@ export async function sendCampaign(
         reason: null,
       });
       if (!row) return wrongStatus(em, projectId, id, 'send', ['DRAFT']);
-      await sql(em).query('insert into campaign_stats (campaign_id) values ($1) on conflict do nothing', [id], 'campaign_stats_init');
+      await sql(em).query(CAMPAIGN_STATS_INIT, [id]);
       return row;
     },
     start: () => control.startCampaignSend({ projectId, campaignId: id, scheduledFor: opts.scheduledFor?.toISOString() ?? null }),

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import type { BillingGuard } from '../billing/billing.service';
 import { AppError, conflict, notFound, validationError, type FieldError } from '../errors';
 import { checkTemplateSyntax, compileBody } from '../rendering/render';
@@ -150,6 +150,10 @@ async function contentErrors(input: CampaignInput): Promise<FieldError[]> {
   return errors;
 }
 
+const CAMPAIGN_EDIT_SEGMENT_EXISTS = statement('campaign_edit_segment_exists', 'select id from segments where id = $1 and project_id = $2');
+
+const CAMPAIGN_EDIT_TEMPLATE_EXISTS = statement('campaign_edit_template_exists', 'select id from templates where id = $1 and project_id = $2');
+
 /**
  * Everything a write checks, in the order a client can act on: the shape and the content (422), the sender domain
  * (403; only when `from` is new, so a campaign whose domain was demoted later can still be renamed, as templates can),
@@ -161,11 +165,11 @@ async function validate(em: EntityManager, projectId: string, input: CampaignInp
   if (fields.fromEmail !== previousFrom) await assertSenderDomain(em, projectId, fields.fromEmail, { field: 'from' });
   const missing: FieldError[] = [];
   if (input.templateId) {
-    const [t] = await sql(em).query('select id from templates where id = $1 and project_id = $2', [input.templateId, projectId], 'campaign_edit_template_exists');
+    const [t] = await sql(em).query(CAMPAIGN_EDIT_TEMPLATE_EXISTS, [input.templateId, projectId]);
     if (!t) missing.push({ field: 'templateId', message: 'No template with this id in the project', code: 'not_found' });
   }
   if (input.segmentId) {
-    const [s] = await sql(em).query('select id from segments where id = $1 and project_id = $2', [input.segmentId, projectId], 'campaign_edit_segment_exists');
+    const [s] = await sql(em).query(CAMPAIGN_EDIT_SEGMENT_EXISTS, [input.segmentId, projectId]);
     if (!s) missing.push({ field: 'segmentId', message: 'No segment with this id in the project', code: 'not_found' });
   }
   if (missing.length) throw validationError(missing);
@@ -177,20 +181,34 @@ const values = (f: CampaignFields) => [
   f.audienceFilter === null ? null : JSON.stringify(f.audienceFilter), f.trackOpens, f.trackClicks,
 ];
 
+const CAMPAIGN_INSERT = statement(
+  'campaign_insert',
+  `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
+    audience_filter, track_opens, track_clicks)
+  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
+  returning ${CAMPAIGN_SELECT}`,
+);
+
 /** `POST /campaigns`: a DRAFT. */
 export async function createCampaign(em: EntityManager, projectId: string, input: CreateCampaignInput): Promise<CampaignRow> {
   const { fields, errors } = applyInput(null, input);
   await validate(em, projectId, input, fields, errors, null);
   const [row] = await sql(em).query<CampaignRow>(
-    `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
-       audience_filter, track_opens, track_clicks)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
-     returning ${CAMPAIGN_SELECT}`,
+    CAMPAIGN_INSERT,
     [uuidv7(), projectId, ...values(fields)],
-    'campaign_insert',
   );
   return row!;
 }
+
+const CAMPAIGN_UPDATE = statement(
+  'campaign_update',
+  `update campaigns set name = $5, description = $6, subject = $7, body = $8, template_id = $9, from_email = $10, from_name = $11, reply_to = $12,
+    audience_type = $13, segment_id = $14, audience_filter = $15::jsonb, track_opens = $16, track_clicks = $17, updated_at = now()
+  where id = $1 and project_id = $2 and xmin = $3::xid and status = any($4::text[])
+  returning ${CAMPAIGN_SELECT}`,
+);
+
+const CAMPAIGN_FOR_EDIT = statement('campaign_for_edit', `select ${CAMPAIGN_SELECT}, xmin::text as "version" from campaigns where id = $1 and project_id = $2`);
 
 /**
  * `PUT` (`replace`: the body is the whole campaign) and `PATCH` (any subset) of a DRAFT or SCHEDULED campaign. The row
@@ -208,9 +226,8 @@ export async function updateCampaign(
   opts: { replace: boolean },
 ): Promise<CampaignRow> {
   const [current] = await sql(em).query<CampaignRow & { version: string }>(
-    `select ${CAMPAIGN_SELECT}, xmin::text as "version" from campaigns where id = $1 and project_id = $2`,
+    CAMPAIGN_FOR_EDIT,
     [id, projectId],
-    'campaign_for_edit',
   );
   if (!current) throw notFound('Campaign');
   assertEditable(current.status);
@@ -226,12 +243,8 @@ export async function updateCampaign(
   await validate(em, projectId, content, fields, errors, current.fromEmail);
 
   const [row] = await sql(em).query<CampaignRow>(
-    `update campaigns set name = $5, description = $6, subject = $7, body = $8, template_id = $9, from_email = $10, from_name = $11, reply_to = $12,
-       audience_type = $13, segment_id = $14, audience_filter = $15::jsonb, track_opens = $16, track_clicks = $17, updated_at = now()
-     where id = $1 and project_id = $2 and xmin = $3::xid and status = any($4::text[])
-     returning ${CAMPAIGN_SELECT}`,
+    CAMPAIGN_UPDATE,
     [id, projectId, current.version, EDITABLE_CAMPAIGN_STATUSES, ...values(fields)],
-    'campaign_update',
   );
   if (!row) {
     const now = await campaignRow(em, projectId, id);
@@ -267,6 +280,15 @@ async function liveAudienceSize(em: EntityManager, c: CampaignRow): Promise<numb
   }
 }
 
+const CAMPAIGN_COUNT = statement('campaign_count', `select count(*)::int as n from campaigns where project_id = $1 and ($2::text is null or status = $2::text) and ($3::text is null or name ilike $3::text)`);
+
+const CAMPAIGN_LIST = statement(
+  'campaign_list',
+  `select ${CAMPAIGN_SELECT} from campaigns
+  where project_id = $1 and ($2::uuid is null or id < $2::uuid) and ($3::text is null or status = $3::text) and ($4::text is null or name ilike $4::text)
+  order by id desc limit $5`,
+);
+
 /**
  * Newest first (UUIDv7 ids); `search` is a case-insensitive substring of the name, wildcards literal. The page's
  * active campaigns are mirrored from Temporal; `audienceSize` is the stored one (null before sending), so a page
@@ -277,18 +299,14 @@ export async function listCampaigns(em: EntityManager, control: CampaignSendCont
   const search = q.search?.trim() ? `%${likeEscape(q.search.trim())}%` : null;
   const status = q.status ?? null;
   const rows = await sql(em).query<CampaignRow>(
-    `select ${CAMPAIGN_SELECT} from campaigns
-     where project_id = $1 and ($2::uuid is null or id < $2::uuid) and ($3::text is null or status = $3::text) and ($4::text is null or name ilike $4::text)
-     order by id desc limit $5`,
+    CAMPAIGN_LIST,
     [projectId, after, status, search, q.limit + 1],
-    'campaign_list',
   );
   let total = 0;
   if (!after) {
     const [count] = await sql(em).query<{ n: number }>(
-      `select count(*)::int as n from campaigns where project_id = $1 and ($2::text is null or status = $2::text) and ($3::text is null or name ilike $3::text)`,
+      CAMPAIGN_COUNT,
       [projectId, status, search],
-      'campaign_count',
     );
     total = count!.n;
   }
@@ -296,15 +314,16 @@ export async function listCampaigns(em: EntityManager, control: CampaignSendCont
   return { ...page, data: await mirrorTemporal(em, control, page.data) };
 }
 
+const CAMPAIGN_DELETE = statement('campaign_delete', 'delete from campaigns where id = $1 and project_id = $2 and status <> all($3::text[]) returning id');
+
 /**
  * Deletes a campaign that is not SCHEDULED, SENDING or PAUSED (409 CAMPAIGN_ACTIVE), in one statement, so a send
  * that starts meanwhile wins. Its stats go with it; the emails it sent stay (`emails.campaign_id` has no foreign key).
  */
 export async function deleteCampaign(em: EntityManager, projectId: string, id: string): Promise<void> {
   const [gone] = await sql(em).query(
-    'delete from campaigns where id = $1 and project_id = $2 and status <> all($3::text[]) returning id',
+    CAMPAIGN_DELETE,
     [id, projectId, ACTIVE_CAMPAIGN_STATUSES],
-    'campaign_delete',
   );
   if (gone) return;
   const now = await campaignRow(em, projectId, id);
@@ -312,17 +331,21 @@ export async function deleteCampaign(em: EntityManager, projectId: string, id: s
   throw conflict('CONFLICT', 'The campaign changed status while it was being deleted', 'Retry the request.');
 }
 
+const CAMPAIGN_DUPLICATE = statement(
+  'campaign_duplicate',
+  `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
+    audience_filter, track_opens, track_clicks)
+  select $3, project_id, left(name, $4) || $5, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
+    audience_filter, track_opens, track_clicks
+  from campaigns where id = $1 and project_id = $2
+  returning ${CAMPAIGN_SELECT}`,
+);
+
 /** A new DRAFT "<name> (copy)" with the same content, audience and settings: no schedule, no send state, no stats. */
 export async function duplicateCampaign(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
   const [row] = await sql(em).query<CampaignRow>(
-    `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
-       audience_filter, track_opens, track_clicks)
-     select $3, project_id, left(name, $4) || $5, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
-       audience_filter, track_opens, track_clicks
-     from campaigns where id = $1 and project_id = $2
-     returning ${CAMPAIGN_SELECT}`,
+    CAMPAIGN_DUPLICATE,
     [id, projectId, uuidv7(), MAX_CAMPAIGN_NAME - COPY_SUFFIX.length, COPY_SUFFIX],
-    'campaign_duplicate',
   );
   if (!row) throw notFound('Campaign');
   return row;
@@ -332,6 +355,8 @@ export interface TestSendResult {
   emailId: string;
   to: string;
 }
+
+const CAMPAIGN_TEST_CONTACT = statement('campaign_test_contact', 'select id, email, data from contacts where project_id = $1 and email = $2');
 
 /**
  * `POST /campaigns/:id/test`: one message to `to`, in any status, composed as the send composes it (the template
@@ -346,9 +371,8 @@ export async function sendTestEmail(em: EntityManager, intake: EmailIntake, proj
 
   const email = normalizeEmail(to);
   const [contact] = await sql(em).query<{ id: string; email: string; data: ContactData }>(
-    'select id, email, data from contacts where project_id = $1 and email = $2',
+    CAMPAIGN_TEST_CONTACT,
     [projectId, email],
-    'campaign_test_contact',
   );
   const message = await prepareMessage({
     ...resolved,

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7 } from '../ids';
 import { markJobRunning, type JobRow } from '../jobs/job.service';
-import { sql, transaction } from '../db/sql';
+import { sql, statement, transaction } from '../db/sql';
 import { eventDataSql, insertEventsSql } from '../events/event-writer';
 
 /**
@@ -10,7 +10,7 @@ import { eventDataSql, insertEventsSql } from '../events/event-writer';
  * (source SYSTEM, data { via: 'bulk' }) in the same statement. The rows are locked in email order, as the /v1/track and
  * /v1/send batches lock theirs (contact-intake.ts), so the two never wait on each other in a cycle.
  */
-const BULK_SUBSCRIPTION_SQL = `
+const BULK_SUBSCRIPTION_SQL = statement('contact_bulk_subscription', `
 with ids as (select distinct unnest($2::uuid[]) as id),
 target as (
   select c.id, c.subscribed from contacts c
@@ -26,13 +26,13 @@ numbered as (select id, row_number() over (order by id) as n from upd),
 ev as (
   ${insertEventsSql({ id: '($4::uuid[])[n]', projectId: '$1', contactId: 'id', name: '$5::text', data: eventDataSql('contact.subscribed', { via: `'bulk'` }), source: 'SYSTEM' }, 'from numbered')}
 )
-select (select count(*) from ids)::int as total, (select count(*) from upd)::int as changed`;
+select (select count(*) from ids)::int as total, (select count(*) from upd)::int as changed`, { prepare: false });
 
 /** Deletes the job's contacts of its project (their events go with them, by the foreign key). */
-const BULK_DELETE_SQL = `
+const BULK_DELETE_SQL = statement('contact_bulk_delete', `
 with ids as (select distinct unnest($2::uuid[]) as id),
 del as (delete from contacts c where c.project_id = $1 and c.id = any($2::uuid[]) returning c.id)
-select (select count(*) from ids)::int as total, (select count(*) from del)::int as changed`;
+select (select count(*) from ids)::int as total, (select count(*) from del)::int as changed`, { prepare: false });
 
 /**
  * Runs a bulk job: QUEUED -> RUNNING -> COMPLETED, the change and the counters in one transaction guarded by the

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { uuidv7s } from '../ids';
 import { capsInForce, type BillingConfig } from '../billing/billing.service';
 import { finishJob, markJobRunning, type JobRow, type RowError } from '../jobs/job.service';
-import { sql, transaction, type Sql } from '../db/sql';
+import { sql, statement, transaction, type Sql } from '../db/sql';
 import { SUBSCRIPTION_EVENT_NAME_SQL, eventDataSql, insertEventsSql } from '../events/event-writer';
 import { countContacts } from './contact-counts';
 import { byteOffset, CsvRejected, csvText, MAX_STORED_ROW_ERRORS, readLayout, rowData, rowHead, scanRecords, type CsvLayout, type CsvText, type RowHead } from './contact-import-csv';
@@ -29,7 +29,7 @@ const IMPORT_WRITERS = 2;
  * contacts: with statistics that lag behind a project growing by thousands of rows a second, it chose to, on every
  * chunk. A row whose contact appeared, vanished or changed email since the lookup comes back in `missed`.
  */
-const IMPORT_BATCH_SQL = `
+const IMPORT_BATCH_SQL = statement('contact_import_batch', `
 with input as (
   select e as email, d as data, s as subscribed, c as contact_id, n as new_id, v as event_id
   from jsonb_to_recordset($2::jsonb) as t(e text, d jsonb, s boolean, c uuid, n uuid, v uuid)
@@ -68,7 +68,7 @@ select created, updated,
        case when created + updated = given then '[]'::json
             else (select coalesce(json_agg(i.email), '[]'::json) from input i
                   where not exists (select 1 from inserted x where x.email = i.email) and not exists (select 1 from locked l where l.email = i.email)) end as missed
-from counts`;
+from counts`, { prepare: false });
 
 interface BatchResult {
   created: number;

@@ -3,7 +3,7 @@ import { splitContactData, type DataChanges } from './contact-data';
 import { normalizeEmail } from './email-address';
 import { upsertContact, type UpsertInput, type UpsertResult } from './contact.repository';
 import type { ContactData } from './contact.entity';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql } from '../events/event-writer';
 import { uuidv7 } from '../ids';
 import { ProjectBatcher } from '../project-batcher';
@@ -134,6 +134,8 @@ interface BatchRow {
   subEventAt: Date | null;
 }
 
+const MAILWRIGHT_CONTACT_BATCH = statement('mailwright_contact_batch', BATCH_SQL);
+
 /**
  * Where the hot paths create and update contacts: /v1/track calls and /v1/send recipients. Upserts of one project that
  * arrive within `maxWaitMs` are written by one statement (one commit), which is what lets a small machine keep up
@@ -222,7 +224,9 @@ export class ContactIntake {
   }
 
   private writeBatch(em: ReturnType<MikroORM['em']['fork']>, projectId: string, items: Item[]): Promise<BatchRow[]> {
-    return sql(em).query<BatchRow>(BATCH_SQL, [
+    return sql(em).query<BatchRow>(
+    MAILWRIGHT_CONTACT_BATCH,
+    [
       projectId,
       items.map((i) => i.email),
       items.map((i) => JSON.stringify(i.setData)),
@@ -235,7 +239,8 @@ export class ContactIntake {
       items.map((i) => i.input.track?.name ?? null),
       items.map((i) => i.ids.track),
       items.map((i) => JSON.stringify(i.input.track?.data ?? {})),
-    ], 'mailwright_contact_batch');
+    ],
+  );
   }
 
   private async upsertAlone(em: ReturnType<MikroORM['em']['fork']>, item: Item): Promise<void> {

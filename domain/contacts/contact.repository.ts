@@ -4,7 +4,7 @@ import { splitContactData } from './contact-data';
 import { normalizeEmail } from './email-address';
 import { uuidv7 } from '../ids';
 import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql, type RecordedEvent, type SystemEventData } from '../events/event-writer';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 
 export interface ContactRow {
   id: string;
@@ -106,6 +106,8 @@ export interface UpsertInput {
   track?: { name: string; data: Record<string, unknown> };
 }
 
+const MAILWRIGHT_UPSERT_CONTACT = statement('mailwright_upsert_contact', UPSERT_SQL);
+
 /**
  * Creates or updates a contact by (project, email), applying the contact data rules (SPEC.md › Contact). Safe under
  * concurrency: the row lock serializes upserts of one email, and a lost insert race is retried.
@@ -114,7 +116,9 @@ export async function upsertContact(em: EntityManager, input: UpsertInput): Prom
   const email = normalizeEmail(input.email);
   const changes = splitContactData(input.data);
   for (let attempt = 0; attempt < 3; attempt++) {
-    const row = await sql(em).one<UpsertRow>(UPSERT_SQL, [
+    const row = await sql(em).one<UpsertRow>(
+    MAILWRIGHT_UPSERT_CONTACT,
+    [
       input.projectId,
       email,
       JSON.stringify(changes.set),
@@ -127,7 +131,8 @@ export async function upsertContact(em: EntityManager, input: UpsertInput): Prom
       input.track?.name ?? null,
       uuidv7(),
       JSON.stringify(input.track?.data ?? {}),
-    ], 'mailwright_upsert_contact');
+    ],
+  );
     if (!row) continue; // another transaction inserted this email between our lock and our insert: run again
     const { outcome, subEventId, subEventAt, trackedId, trackedAt, ...contact } = row;
     const base = { projectId: input.projectId, contactId: contact.id };

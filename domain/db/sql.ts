@@ -1,4 +1,5 @@
 import { PostgreSqlExceptionConverter, type EntityManager } from '@mikro-orm/postgresql';
+import path from 'node:path';
 import pg, { type Client, type Pool, type PoolClient, type QueryResultRow } from 'pg';
 
 /**
@@ -45,6 +46,51 @@ function pgTimestampToIso(text: string): string {
   return `${date}T${time}${zone}`;
 }
 
+/**
+ * A hot statement: declared once at module level with `statement(name, text)`, prepared once per connection under its
+ * name, and committed as SQL you can read in review: `npm run sql:snapshots` writes every declared statement into
+ * domain/db/queries/<module>.sql, and test/unit/sql-snapshots.test.ts fails when those files and the code differ.
+ */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+  /** The declaring module, relative to the repository (`domain/contacts/contact-intake.ts`). */
+  readonly module: string;
+  /** False: sent unnamed, so planned on every call (for a statement whose best plan follows the data's size). */
+  readonly prepare: boolean;
+}
+
+const declared = new Map<string, Statement>();
+const ROOT = path.join(__dirname, '..', '..');
+
+/** Declares a hot statement (module level only: the snapshot test finds statements by importing their modules). */
+export function statement(name: string, text: string, opts: { prepare?: boolean } = {}): Statement {
+  const module = declaringModule();
+  const known = declared.get(name);
+  if (known && (known.text !== text || known.module !== module)) throw new Error(`Statement ${name} is declared twice (${known.module}, ${module})`);
+  const s: Statement = { name, text, module, prepare: opts.prepare ?? true };
+  declared.set(name, s);
+  return s;
+}
+
+/** Every statement declared by the modules loaded so far. */
+export function declaredStatements(): Statement[] {
+  return [...declared.values()];
+}
+
+/** The file that called `statement()`, from the call stack (once per statement, at module load). */
+function declaringModule(): string {
+  const frames = (new Error().stack ?? '').split('\n').slice(1);
+  for (const frame of frames) {
+    const m = /\(?((?:file:\/\/)?\/[^():]+\.[cm]?[jt]s):\d+:\d+\)?$/.exec(frame.trim());
+    if (!m) continue;
+    const file = m[1]!.replace(/^file:\/\//, '');
+    if (path.resolve(file) === path.resolve(__filename)) continue;
+    return path.relative(ROOT, file).split(path.sep).join('/');
+  }
+  return 'unknown';
+}
+
 /** What `pg` runs a query config on: a pool, one of its connections, or a client of its own. */
 type PgRunner = Pool | PoolClient | Client;
 type Connection = PoolClient | Client;
@@ -65,19 +111,19 @@ export class Sql {
     return new Sql({ kind: 'orm', em: source });
   }
 
-  /** Runs one statement and returns its rows. `name` prepares it once per connection (hot statements). */
-  async query<T extends QueryResultRow>(text: string, values: readonly unknown[] = [], name?: string): Promise<T[]> {
-    return (await this.result<T>(text, values, name)).rows;
+  /** Runs one statement and returns its rows. A `Statement` is prepared once per connection under its name. */
+  async query<T extends QueryResultRow>(q: string | Statement, values: readonly unknown[] = []): Promise<T[]> {
+    return (await this.result<T>(q, values)).rows;
   }
 
   /** Runs one statement and returns how many rows it inserted, updated or deleted. */
-  async run(text: string, values: readonly unknown[] = [], name?: string): Promise<number> {
-    return (await this.result(text, values, name)).rowCount ?? 0;
+  async run(q: string | Statement, values: readonly unknown[] = []): Promise<number> {
+    return (await this.result(q, values)).rowCount ?? 0;
   }
 
   /** The first row, or undefined. */
-  async one<T extends QueryResultRow>(text: string, values: readonly unknown[] = [], name?: string): Promise<T | undefined> {
-    return (await this.result<T>(text, values, name)).rows[0];
+  async one<T extends QueryResultRow>(q: string | Statement, values: readonly unknown[] = []): Promise<T | undefined> {
+    return (await this.result<T>(q, values)).rows[0];
   }
 
   /** Whether statements run inside a transaction (this one's or the EntityManager's). */
@@ -126,8 +172,9 @@ export class Sql {
     }
   }
 
-  private async result<T extends QueryResultRow>(text: string, values: readonly unknown[], name: string | undefined): Promise<pg.QueryResult<T>> {
-    const config: pg.QueryConfig = { text, values: values as unknown[], types, ...(name ? { name } : {}) };
+  private async result<T extends QueryResultRow>(q: string | Statement, values: readonly unknown[]): Promise<pg.QueryResult<T>> {
+    const config: pg.QueryConfig =
+      typeof q === 'string' || !q.prepare ? { text: typeof q === 'string' ? q : q.text, values: values as unknown[], types } : { name: q.name, text: q.text, values: values as unknown[], types };
     const t = this.target;
     try {
       if (t.kind === 'pg') return await (t.runner as Pool).query<T>(config);
@@ -167,4 +214,4 @@ export function onConnection(conn: Connection, inTransaction = false): Sql {
   return Sql.of(conn, inTransaction);
 }
 
-export type { Client, Pool, PoolClient };
+export type { Pool };

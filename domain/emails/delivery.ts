@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import type { Transporter } from 'nodemailer';
 import { eventDataSql, insertEventsSql, recordEvents, sqlName } from '../events/event-writer';
 import { uuidv7 } from '../ids';
@@ -81,6 +81,20 @@ export function messageIdFor(emailId: string, fromEmail: string): string {
   return `<${emailId}@${emailDomain(fromEmail) || 'mailwright.local'}>`;
 }
 
+const DELIVERY_CLAIM = statement(
+  'delivery_claim',
+  `with claimed as (
+    update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
+    where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
+    returning ${selectList<ClaimedEmail>(CLAIMED_COLUMNS)}
+  )
+  select c.*, ct.subscribed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
+  from claimed c
+  left join contacts ct on ct.id = c."contactId"
+  left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
+    and d.name = rtrim(lower(substring(c."fromEmail" from '@([^@]*)$')), '.')`,
+);
+
 /**
  * Sends a batch of stored emails through the pooled transport and records every outcome with set-based writes.
  * Idempotent per email: only QUEUED or SENDING emails are claimed, so an email already in a final state is never
@@ -96,18 +110,8 @@ export async function deliverBatch(
 ): Promise<DeliveryOutcome[]> {
   // Prepared (planned once per connection): delivery runs this for every batch.
   const claimed = await sql(em).query<ClaimedEmail>(
-    `with claimed as (
-       update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
-       where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
-       returning ${selectList<ClaimedEmail>(CLAIMED_COLUMNS)}
-     )
-     select c.*, ct.subscribed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
-     from claimed c
-     left join contacts ct on ct.id = c."contactId"
-     left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
-       and d.name = rtrim(lower(substring(c."fromEmail" from '@([^@]*)$')), '.')`,
+    DELIVERY_CLAIM,
     [input.workflowId ?? null, input.emailIds],
-    'delivery_claim',
   );
   const byId = new Map(claimed.map((r) => [r.id, r]));
   // Marketing mail is checked against the subscription at the moment it would be sent, not when it was accepted.
@@ -166,43 +170,15 @@ const OUTCOME_STATUS: Record<DeliveryOutcome['status'], EmailOutcomeStatus> = {
   CANCELLED: 'cancelled',
 };
 
-/**
- * Records a batch's outcomes: one statement per kind of outcome updates the emails and inserts their email.*
- * events together (a data-modifying CTE), so a status and its event commit atomically. Each is a prepared statement
- * over arrays (planned once per connection; no SQL text with values inlined), since delivery records every batch.
- */
-async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], attempt: number) {
-  const sent = outcomes.filter((o) => o.status === 'SENT');
-  const rejected = outcomes.filter((o) => o.status === 'REJECTED');
-  const retry = outcomes.filter((o) => o.status === 'RETRY');
-  const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
-  if (sent.length) {
-    await sql(em).query(
-      `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
-       upd as (
-         update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
-         from v where e.id = v.id
-         returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
-       )
-       ${insertEventsSql(
-         {
-           id: 'event_id',
-           projectId: 'project_id',
-           contactId: 'contact_id',
-           name: sqlName('email.sent'),
-           data: eventDataSql('email.sent', { messageId: 'mid', response: 'resp' }),
-           source: 'SYSTEM',
-           emailId: 'id',
-         },
-         'from upd where contact_id is not null',
-       )}`,
-      [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
-      'delivery_record_sent',
-    );
-  }
-  if (rejected.length) {
-    await sql(em).query(
-      `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+const DELIVERY_RECORD_RETRY = statement('delivery_record_retry', `update emails e set error = v.err, updated_at = now() from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id`);
+
+const DELIVERY_RECORD_CANCELLED = statement(
+  'delivery_record_cancelled',
+  `update emails e set status = 'CANCELLED', error = v.reason, updated_at = now()
+  from unnest($1::uuid[], $2::text[]) as v(id, reason) where e.id = v.id`,
+);
+
+const DELIVERY_RECORD_REJECTED = statement('delivery_record_rejected', `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
        upd as (
          update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
          from v where e.id = v.id
@@ -219,24 +195,62 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
            emailId: 'id',
          },
          'from upd where contact_id is not null',
-       )}`,
+       )}`);
+
+const DELIVERY_RECORD_SENT = statement(
+  'delivery_record_sent',
+  `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
+  upd as (
+    update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
+    from v where e.id = v.id
+    returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
+  )
+  ${insertEventsSql(
+    {
+      id: 'event_id',
+      projectId: 'project_id',
+      contactId: 'contact_id',
+      name: sqlName('email.sent'),
+      data: eventDataSql('email.sent', { messageId: 'mid', response: 'resp' }),
+      source: 'SYSTEM',
+      emailId: 'id',
+    },
+    'from upd where contact_id is not null',
+  )}`,
+);
+
+/**
+ * Records a batch's outcomes: one statement per kind of outcome updates the emails and inserts their email.*
+ * events together (a data-modifying CTE), so a status and its event commit atomically. Each is a prepared statement
+ * over arrays (planned once per connection; no SQL text with values inlined), since delivery records every batch.
+ */
+async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], attempt: number) {
+  const sent = outcomes.filter((o) => o.status === 'SENT');
+  const rejected = outcomes.filter((o) => o.status === 'REJECTED');
+  const retry = outcomes.filter((o) => o.status === 'RETRY');
+  const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
+  if (sent.length) {
+    await sql(em).query(
+      DELIVERY_RECORD_SENT,
+      [sent.map((o) => o.emailId), sent.map((o) => o.messageId), sent.map((o) => o.response), sent.map(() => uuidv7())],
+    );
+  }
+  if (rejected.length) {
+    await sql(em).query(
+      DELIVERY_RECORD_REJECTED,
       [rejected.map((o) => o.emailId), rejected.map((o) => o.response), rejected.map(() => uuidv7()), attempt],
-      'delivery_record_rejected',
     );
   }
   if (cancelled.length) {
     await sql(em).query(
-      `update emails e set status = 'CANCELLED', error = v.reason, updated_at = now()
-       from unnest($1::uuid[], $2::text[]) as v(id, reason) where e.id = v.id`,
+      DELIVERY_RECORD_CANCELLED,
       [cancelled.map((o) => o.emailId), cancelled.map((o) => o.reason)],
-      'delivery_record_cancelled',
     );
   }
   if (retry.length) {
     await sql(em).query(
-      `update emails e set error = v.err, updated_at = now() from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id`,
+      DELIVERY_RECORD_RETRY,
       [retry.map((o) => o.emailId), retry.map((o) => o.error)],
-      'delivery_record_retry',
     );
   }
 }

@@ -1,8 +1,18 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { persistThenStart } from '../workflow-start';
 import type { EmailRow } from './email.entity';
 import { ProjectBatcher } from '../project-batcher';
+
+const EMAIL_INTAKE_INSERT = statement(
+  'email_intake_insert',
+  `insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids, workflow_id)
+  select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
+    t.attachment_ids::uuid[], $2
+  from unnest($3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+    $14::text[], $15::jsonb[], $16::text[])
+    as t(id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids)`,
+);
 
 /**
  * Stores accepted emails with one statement, under the delivery workflow's id. The id is stored with the emails, so
@@ -12,13 +22,8 @@ import { ProjectBatcher } from '../project-batcher';
  */
 export async function insertEmails(em: EntityManager, projectId: string, workflowId: string, emails: NewEmail[]): Promise<void> {
   await sql(em).query(
-    `insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids, workflow_id)
-     select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
-       t.attachment_ids::uuid[], $2
-     from unnest($3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
-       $14::text[], $15::jsonb[], $16::text[])
-       as t(id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids)`,
-    [
+       EMAIL_INTAKE_INSERT,
+       [
       projectId,
       workflowId,
       ...columns(emails, [
@@ -26,8 +31,7 @@ export async function insertEmails(em: EntityManager, projectId: string, workflo
         (e) => e.replyTo, (e) => e.subject, (e) => e.html, (e) => e.text, (e) => JSON.stringify(e.headers), (e) => `{${e.attachmentIds.join(',')}}`,
       ]),
     ],
-    'email_intake_insert',
-  );
+     );
 }
 
 /** Column arrays of rows, one per getter, for an `unnest($n::type[], ...)` statement. */

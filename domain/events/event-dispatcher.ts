@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool, type PoolClient } from 'pg';
-import { onConnection, sql, type Sql } from '../db/sql';
+import { onConnection, sql, statement, type Sql } from '../db/sql';
 import { logger } from '../logger';
 import { outboxLag } from '../metrics';
 import type { EventConsumer, OutboxEvent, RetryPolicy } from './event-consumer';
@@ -36,18 +36,18 @@ const BACKLOG_TIMEOUT_MS = 2_000;
 
 // Locks up to $3 shards of consumer $4, in the (shuffled) order given, that have something due. The CASE keeps the
 // lock behind the check: a shard with nothing to do is never locked. LIMIT stops taking locks once enough are held.
-const LOCK_SQL = `
+const LOCK_SQL = statement('outbox_lock_shards', `
 select s::int as shard from unnest($2::int[]) as s
 where case when exists (select 1 from event_outbox o where o.consumer = $4 and o.shard = s and o.parked_at is null
                          and (o.next_attempt_at is null or o.next_attempt_at <= now()))
            then pg_try_advisory_xact_lock($1, s) else false end
-limit $3`;
+limit $3`);
 
 // The next $3 events of each locked shard in outbox order (a contact's events are all in one shard, so only the
 // order within a shard matters; each shard is read in its index order, however long its backlog), without those of
 // a contact whose earlier event is waiting for a retry or parked. Runs as its own statement after LOCK_SQL, so its
 // snapshot includes everything the previous holder of these shards committed.
-const BATCH_SQL = `
+const BATCH_SQL = statement('outbox_batch', `
 select o.seq::text as seq, o.shard, o.event_id as "eventId", o.contact_id as "contactId", o.attempts, e.id is not null as found,
        e.project_id as "projectId", e.name, e.data, e.source, e.email_id as "emailId", e.created_at as "createdAt"
 from unnest($2::int[]) as s(shard)
@@ -60,18 +60,18 @@ cross join lateral (
   limit $3
 ) o
 left join events e on e.id = o.event_id
-order by o.seq`;
+order by o.seq`);
 
-const DONE_SQL = `
+const DONE_SQL = statement('outbox_done', `
 delete from event_outbox o using unnest($2::smallint[], $3::bigint[]) as d(shard, seq)
-where o.consumer = $1 and o.shard = d.shard and o.seq = d.seq`;
+where o.consumer = $1 and o.shard = d.shard and o.seq = d.seq`);
 
-const FAIL_SQL = `
+const FAIL_SQL = statement('outbox_fail', `
 update event_outbox o set attempts = o.attempts + 1, last_error = f.error,
   next_attempt_at = case when f.park then null else clock_timestamp() + f.delay_ms * interval '1 millisecond' end,
   parked_at = case when f.park then clock_timestamp() end
 from unnest($2::smallint[], $3::bigint[], $4::int[], $5::boolean[], $6::text[]) as f(shard, seq, delay_ms, park, error)
-where o.consumer = $1 and o.shard = f.shard and o.seq = f.seq`;
+where o.consumer = $1 and o.shard = f.shard and o.seq = f.seq`);
 
 interface BatchRow {
   seq: string;

@@ -1,4 +1,5 @@
 import { SQL_UUIDV7, uuidv7 } from '../ids';
+import { statement } from '../db/sql';
 import type { Sql } from '../db/sql';
 
 /**
@@ -9,10 +10,10 @@ import type { Sql } from '../db/sql';
  */
 
 /** Who reported a delivery outcome: the relay's own SMTP reply while sending, or a provider's report. */
-export type ReportSource = 'smtp' | 'ses';
+type ReportSource = 'smtp' | 'ses';
 
 /** How a subscription changed: the API, a form or link, a job, or a report. */
-export type SubscriptionVia = 'api' | 'send' | 'track' | 'import' | 'bulk' | 'unsubscribe_link' | 'complaint' | (string & {});
+type SubscriptionVia = 'api' | 'send' | 'track' | 'import' | 'bulk' | 'unsubscribe_link' | 'complaint' | (string & {});
 
 /**
  * The payload of each event the service emits, one shape per name. Optional keys are left out when unknown (never
@@ -91,17 +92,22 @@ export type RecordedEvent = NewEvent & { id: string; createdAt: Date };
 
 const COLUMNS = 'id, project_id, contact_id, name, data, source, email_id, created_at';
 
+const EVENTS_RECORD = statement(
+  'events_record',
+  `insert into events (${COLUMNS})
+  select id, project_id, contact_id, name, data, source, email_id, $8::timestamptz
+  from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], $6::text[], $7::uuid[])
+    as v(id, project_id, contact_id, name, data, source, email_id)`,
+);
+
 /** Records the events in one statement, in the caller's transaction when `db` is one; returns them with id and time. */
 export async function recordEvents(db: Sql, events: readonly NewEvent[]): Promise<RecordedEvent[]> {
   if (events.length === 0) return [];
   const now = new Date();
   const recorded = events.map((e) => ({ ...e, id: uuidv7(), createdAt: now }) as RecordedEvent);
   await db.query(
-    `insert into events (${COLUMNS})
-     select id, project_id, contact_id, name, data, source, email_id, $8::timestamptz
-     from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::jsonb[], $6::text[], $7::uuid[])
-       as v(id, project_id, contact_id, name, data, source, email_id)`,
-    [
+       EVENTS_RECORD,
+       [
       recorded.map((e) => e.id),
       recorded.map((e) => e.projectId),
       recorded.map((e) => e.contactId),
@@ -111,8 +117,7 @@ export async function recordEvents(db: Sql, events: readonly NewEvent[]): Promis
       recorded.map((e) => e.emailId ?? null),
       now,
     ],
-    'events_record',
-  );
+     );
   return recorded;
 }
 

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { selectList } from '../db/rows';
 import type { EventColumns } from './event.entity';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
@@ -48,6 +48,32 @@ export interface EventStats {
   daily: { date: string; count: number }[];
 }
 
+const EVENT_STATS_DAILY = statement(
+  'event_stats_daily',
+  `select to_char(d, 'YYYY-MM-DD') as date, coalesce(x.n, 0)::text as count
+  from generate_series(date_trunc('day', now() at time zone 'utc') - make_interval(days => $2 - 1), date_trunc('day', now() at time zone 'utc'), interval '1 day') d
+  left join (select date_trunc('day', hour at time zone 'utc') as day, sum(count) as n from event_name_hourly
+             where project_id = $1 and hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC') group by 1) x on x.day = d
+  order by d`,
+);
+
+const EVENT_STATS_NAMES = statement(
+  'event_stats_names',
+  `select name, sum(count)::text as count from event_name_hourly
+  where project_id = $1 and hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC')
+  group by name order by sum(count) desc, name limit 20`,
+);
+
+const EVENT_STATS_TOTALS = statement(
+  'event_stats_totals',
+  `select coalesce(sum(count), 0)::text as total,
+         coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC')), 0)::text as in_window,
+         coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - interval '24 hours', 'UTC')), 0)::text as last24h,
+         (select coalesce(sum(c.contacts), 0) from contact_last_event_hourly c
+          where c.project_id = $1 and c.hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC'))::text as contacts
+  from event_name_hourly where project_id = $1`,
+);
+
 /**
  * Counts over the last `days` days: totals, per name (top 20) and per UTC day. From the hourly rollup of every event
  * (event_name_hourly, kept by the `analytics` consumer) and the contacts per hour of their latest event
@@ -56,30 +82,16 @@ export interface EventStats {
  */
 export async function eventStats(em: EntityManager, projectId: string, days: number): Promise<EventStats> {
   const [totals] = await sql(em).query<{ total: string; in_window: string; last24h: string; contacts: string }>(
-    `select coalesce(sum(count), 0)::text as total,
-            coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC')), 0)::text as in_window,
-            coalesce(sum(count) filter (where hour >= date_trunc('hour', now() - interval '24 hours', 'UTC')), 0)::text as last24h,
-            (select coalesce(sum(c.contacts), 0) from contact_last_event_hourly c
-             where c.project_id = $1 and c.hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC'))::text as contacts
-     from event_name_hourly where project_id = $1`,
+    EVENT_STATS_TOTALS,
     [projectId, days],
-    'event_stats_totals',
   );
   const byName = await sql(em).query<{ name: string; count: string }>(
-    `select name, sum(count)::text as count from event_name_hourly
-     where project_id = $1 and hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC')
-     group by name order by sum(count) desc, name limit 20`,
+    EVENT_STATS_NAMES,
     [projectId, days],
-    'event_stats_names',
   );
   const daily = await sql(em).query<{ date: string; count: string }>(
-    `select to_char(d, 'YYYY-MM-DD') as date, coalesce(x.n, 0)::text as count
-     from generate_series(date_trunc('day', now() at time zone 'utc') - make_interval(days => $2 - 1), date_trunc('day', now() at time zone 'utc'), interval '1 day') d
-     left join (select date_trunc('day', hour at time zone 'utc') as day, sum(count) as n from event_name_hourly
-                where project_id = $1 and hour >= date_trunc('hour', now() - make_interval(days => $2), 'UTC') group by 1) x on x.day = d
-     order by d`,
+    EVENT_STATS_DAILY,
     [projectId, days],
-    'event_stats_daily',
   );
   return {
     windowDays: days,

@@ -1,6 +1,6 @@
 import { Pool } from 'pg';
 import { logger } from '../logger';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 
 /** Requests one process counted for a project in one fixed window since its last sync. */
 export interface SyncRow {
@@ -47,6 +47,8 @@ left join up on up.project_id = input.project_id and up.window_start = input.win
 left join rate_limit_windows cur on cur.project_id = input.project_id and cur.window_start = input.window_start
 left join rate_limit_windows prev on prev.project_id = input.project_id and prev.window_start = input.window_start - $4::interval`;
 
+const RATE_LIMIT_SYNC = statement('rate_limit_sync', SYNC_SQL);
+
 /**
  * The shared counts in the UNLOGGED table `rate_limit_windows` (a crash may empty it: budgets start over, which is
  * harmless). One connection of its own, so a sync never queues behind request queries in the ORM's pool; short
@@ -75,9 +77,8 @@ export class PgRateLimitStore implements RateLimitStore {
   async sync(rows: SyncRow[], windowMs: number): Promise<SyncResult[]> {
     if (!rows.length) return [];
     const counted = await sql(this.pool).query<{ i: number; count: number; previous: number }>(
-      SYNC_SQL,
+      RATE_LIMIT_SYNC,
       [rows.map((r) => r.projectId), rows.map((r) => new Date(r.windowStartMs).toISOString()), rows.map((r) => r.delta), `${windowMs} milliseconds`],
-      'rate_limit_sync',
     );
     const out: SyncResult[] = rows.map(() => ({ count: 0, previous: 0 }));
     for (const r of counted) out[r.i - 1] = { count: r.count, previous: r.previous };

@@ -5,7 +5,7 @@ import { assertSenderDomain } from '../domains/domain.service';
 import { decodeCursor, likeEscape, toPage, type CursorPage } from '../pagination';
 import { usageRegistry, type TemplateReference, type TemplateUsage } from '../usage/usage-registry';
 import { Template, type TemplateType } from './template.entity';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
 
@@ -28,6 +28,12 @@ export interface TemplateForSend {
 export type TemplateCache = ProjectScopedCache<TemplateForSend>;
 export const createTemplateCache = (feed: ChangeFeed | undefined): TemplateCache => new ProjectScopedCache<TemplateForSend>(feed, 'templates', 60_000, 5_000);
 
+const TEMPLATE_FOR_SEND = statement(
+  'template_for_send',
+  `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo"
+  from templates where id = $1 and project_id = $2`,
+);
+
 /**
  * The template a /v1/send names: from the cache, else by one prepared statement (the send path is hot, and the
  * ORM's query building and hydration cost more than the query itself). 404 NOT_FOUND like findTemplate.
@@ -35,10 +41,8 @@ export const createTemplateCache = (feed: ChangeFeed | undefined): TemplateCache
 export async function templateForSend(em: EntityManager, projectId: string, id: string, cache?: TemplateCache): Promise<TemplateForSend> {
   const load = async () => {
     const row = await sql(em).one<TemplateForSend>(
-      `select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo"
-       from templates where id = $1 and project_id = $2`,
+      TEMPLATE_FOR_SEND,
       [id, projectId],
-      'template_for_send',
     );
     return row && { value: row, projectId };
   };

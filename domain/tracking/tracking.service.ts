@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement, type Statement } from '../db/sql';
 import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql, sqlName, type RecordedEvent, type SystemEventData } from '../events/event-writer';
 import { uuidv7 } from '../ids';
 
@@ -26,28 +26,28 @@ ${insertEventsSql(
   'project_id as "projectId", contact_id as "contactId", created_at as "createdAt"',
 )}`;
 
-const OPEN_SQL = engagementSql('open_count', 'first_opened_at', 'email.open');
-const CLICK_SQL = engagementSql('click_count', 'first_clicked_at', 'email.click');
+const OPEN = statement('mailwright_track_open', engagementSql('open_count', 'first_opened_at', 'email.open'));
+const CLICK = statement('mailwright_track_click', engagementSql('click_count', 'first_clicked_at', 'email.click'));
 
 async function recordEngagement(
   em: EntityManager,
-  statement: { name: string; sql: string },
+  hit: Statement,
   event: { name: 'email.open'; emailId: string; data: SystemEventData['email.open'] } | { name: 'email.click'; emailId: string; data: SystemEventData['email.click'] },
 ): Promise<RecordedEvent | null> {
   const id = uuidv7();
-  const [row] = await sql(em).query<EngagementRow>(statement.sql, [event.emailId, id, JSON.stringify(event.data)], statement.name);
+  const [row] = await sql(em).query<EngagementRow>(hit, [event.emailId, id, JSON.stringify(event.data)]);
   if (!row) return null;
   return { id, ...row, ...event, source: 'SYSTEM' };
 }
 
 /** An open of the email (the pixel was fetched): `email.open`, open_count + 1, first_opened_at once. */
 export function recordOpen(em: EntityManager, emailId: string): Promise<RecordedEvent | null> {
-  return recordEngagement(em, { name: 'mailwright_track_open', sql: OPEN_SQL }, { name: 'email.open', emailId, data: {} });
+  return recordEngagement(em, OPEN, { name: 'email.open', emailId, data: {} });
 }
 
 /** A click on a link of the email: `email.click` with `{ url }`, click_count + 1, first_clicked_at once. */
 export function recordClick(em: EntityManager, emailId: string, url: string): Promise<RecordedEvent | null> {
-  return recordEngagement(em, { name: 'mailwright_track_click', sql: CLICK_SQL }, { name: 'email.click', emailId, data: { url } });
+  return recordEngagement(em, CLICK, { name: 'email.click', emailId, data: { url } });
 }
 
 /** What the subscription pages show. */
@@ -58,12 +58,16 @@ export interface SubscriptionView {
   projectName: string;
 }
 
+const MAILWRIGHT_FIND_SUBSCRIPTION = statement(
+  'mailwright_find_subscription',
+  `select c.id as "contactId", c.email, c.subscribed, p.name as "projectName"
+  from contacts c join projects p on p.id = c.project_id where c.id = $1::uuid`,
+);
+
 export async function findSubscription(em: EntityManager, contactId: string): Promise<SubscriptionView | null> {
   const [row] = await sql(em).query<SubscriptionView>(
-    `select c.id as "contactId", c.email, c.subscribed, p.name as "projectName"
-     from contacts c join projects p on p.id = c.project_id where c.id = $1::uuid`,
+    MAILWRIGHT_FIND_SUBSCRIPTION,
     [contactId],
-    'mailwright_find_subscription',
   );
   return row ?? null;
 }
@@ -73,6 +77,25 @@ export interface LinkTarget {
   contactId: string;
   emailId?: string;
 }
+
+const MAILWRIGHT_CHANGE_SUBSCRIPTION = statement(
+  'mailwright_change_subscription',
+  `with updated as (
+    update contacts set subscribed = $2::boolean, updated_at = now()
+    where id = $1::uuid and subscribed <> $2::boolean
+    returning id, project_id
+  ),
+  ev as (
+    ${insertEventsSql(
+      { id: '$3::uuid', projectId: 'u.project_id', contactId: 'u.id', name: SUBSCRIPTION_EVENT_NAME_SQL('$2::boolean'), data: '$4::jsonb', source: 'SYSTEM', emailId: '$5::uuid' },
+      'from updated u',
+      'created_at',
+    )}
+  )
+  select c.id as "contactId", c.email, p.name as "projectName", ev.created_at as "eventAt"
+  from contacts c join projects p on p.id = c.project_id left join ev on true
+  where c.id = $1::uuid`,
+);
 
 /**
  * Sets a contact's subscription from a public link. The change and its `contact.subscribed` /
@@ -88,23 +111,8 @@ export async function changeSubscription(
 ): Promise<{ view: SubscriptionView; changed: boolean } | null> {
   const eventId = uuidv7();
   const [row] = await sql(em).query<Omit<SubscriptionView, 'subscribed'> & { eventAt: Date | null }>(
-    `with updated as (
-       update contacts set subscribed = $2::boolean, updated_at = now()
-       where id = $1::uuid and subscribed <> $2::boolean
-       returning id, project_id
-     ),
-     ev as (
-       ${insertEventsSql(
-         { id: '$3::uuid', projectId: 'u.project_id', contactId: 'u.id', name: SUBSCRIPTION_EVENT_NAME_SQL('$2::boolean'), data: '$4::jsonb', source: 'SYSTEM', emailId: '$5::uuid' },
-         'from updated u',
-         'created_at',
-       )}
-     )
-     select c.id as "contactId", c.email, p.name as "projectName", ev.created_at as "eventAt"
-     from contacts c join projects p on p.id = c.project_id left join ev on true
-     where c.id = $1::uuid`,
+    MAILWRIGHT_CHANGE_SUBSCRIPTION,
     [target.contactId, subscribed, eventId, JSON.stringify(source), target.emailId ?? null],
-    'mailwright_change_subscription',
   );
   if (!row) return null;
   const { eventAt, ...view } = row;

@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { Pool } from 'pg';
 import { initOrm, type MikroORM } from '../../domain/orm';
-import { onConnection, sql, transaction } from '../../domain/db/sql';
+import { onConnection, sql, statement, transaction } from '../../domain/db/sql';
 import { stackEnv } from '../stack-env';
 
 /**
@@ -102,8 +102,9 @@ describe('statements and errors', () => {
     const conn = await pool.connect();
     try {
       const db = onConnection(conn);
-      const a = await db.one<{ v: number }>('select $1::int + 1 as v', [1], name);
-      const b = await db.one<{ v: number }>('select $1::int + 1 as v', [41], name);
+      const plusOne = statement(name, 'select $1::int + 1 as v');
+      const a = await db.one<{ v: number }>(plusOne, [1]);
+      const b = await db.one<{ v: number }>(plusOne, [41]);
       expect([a!.v, b!.v]).toEqual([2, 42]);
       const prepared = await db.query<{ statement: string }>('select statement from pg_prepared_statements where name = $1', [name]);
       expect(prepared).toEqual([{ statement: 'select $1::int + 1 as v' }]);
