@@ -3,6 +3,7 @@ import { uuidv7 } from '../ids';
 import { markJobRunning, type JobRow } from '../jobs/job.service';
 import { sql, statement, transaction } from '../db/sql';
 import { eventDataSql, insertEventsSql } from '../events/event-writer';
+import { CONTACT_ROW_LOCK } from './contact-merge';
 
 /**
  * Subscribe or unsubscribe the job's contacts in one statement: only contacts of the job's project are touched (other
@@ -15,7 +16,7 @@ with ids as (select distinct unnest($2::uuid[]) as id),
 target as (
   select c.id, c.subscribed from contacts c
   where c.project_id = $1 and c.id = any($2::uuid[])
-  order by c.email for no key update of c
+  order by c.email ${CONTACT_ROW_LOCK} of c
 ),
 upd as (
   update contacts c set subscribed = $3::boolean, updated_at = now()

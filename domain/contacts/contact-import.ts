@@ -3,7 +3,8 @@ import { uuidv7s } from '../ids';
 import { capsInForce, type BillingConfig } from '../billing/billing.service';
 import { finishJob, markJobRunning, type JobRow, type RowError } from '../jobs/job.service';
 import { sql, statement, transaction, type Sql } from '../db/sql';
-import { SUBSCRIPTION_EVENT_NAME_SQL, eventDataSql, insertEventsSql } from '../events/event-writer';
+import { eventDataSql } from '../events/event-writer';
+import { CONTACT_ROW_LOCK, contactChanged, mergedData, mergedSubscribed, newSubscribed, subscriptionEventSql } from './contact-merge';
 import { countContacts } from './contact-counts';
 import { byteOffset, CsvRejected, csvText, MAX_STORED_ROW_ERRORS, readLayout, rowData, rowHead, scanRecords, type CsvLayout, type CsvText, type RowHead } from './contact-import-csv';
 import type { ContactData } from './contact.entity';
@@ -21,7 +22,7 @@ const IMPORT_BATCH_SIZE = 1000;
 const IMPORT_WRITERS = 2;
 
 /**
- * Many contacts in one statement, with the data rules of the one-contact upsert (contact.repository.ts): existing
+ * Many contacts in one statement, with the merge rule of every contact write (contact-merge.ts): existing
  * contacts are locked in email order, the missing ones inserted, data merged (`data || set`; CSV cells never delete),
  * subscription changed only where the row says so, and contact.subscribed / contact.unsubscribed recorded for a real
  * change of an existing contact. Existing contacts come with their id (found for the whole file before the first
@@ -35,18 +36,18 @@ with input as (
   from jsonb_to_recordset($2::jsonb) as t(e text, d jsonb, s boolean, c uuid, n uuid, v uuid)
 ),
 locked as (
-  select c.id, c.email, c.subscribed as old_subscribed, coalesce(i.subscribed, c.subscribed) as new_subscribed,
-         c.data as old_data, c.data || i.data as new_data, i.event_id
+  select c.id, c.email, c.subscribed as old_subscribed, ${mergedSubscribed('c.subscribed', 'i.subscribed')} as new_subscribed,
+         c.data as old_data, ${mergedData('c.data', 'i.data', `'{}'::text[]`)} as new_data, i.event_id
   from (select * from input where contact_id is not null order by email) i
   cross join lateral (
     select c.id, c.email, c.subscribed, c.data from contacts c
     where c.id = i.contact_id and c.project_id = $1 and c.email = i.email
-    limit 1 for no key update
+    limit 1 ${CONTACT_ROW_LOCK}
   ) c
 ),
 inserted as (
   insert into contacts (id, project_id, email, subscribed, data)
-  select i.new_id, $1, i.email, coalesce(i.subscribed, $3::boolean), i.data from input i where i.contact_id is null
+  select i.new_id, $1, i.email, ${newSubscribed('i.subscribed', '$3::boolean')}, i.data from input i where i.contact_id is null
   order by i.email
   on conflict (project_id, email) do nothing
   returning email
@@ -54,12 +55,12 @@ inserted as (
 updated as (
   update contacts c set data = l.new_data, subscribed = l.new_subscribed, updated_at = now()
   from locked l
-  where c.id = l.id and (l.new_data <> l.old_data or l.new_subscribed <> l.old_subscribed)
+  where c.id = l.id and ${contactChanged({ oldData: 'l.old_data', newData: 'l.new_data', oldSubscribed: 'l.old_subscribed', newSubscribed: 'l.new_subscribed' })}
   returning c.id
 ),
 sub_event as (
-  ${insertEventsSql(
-    { id: 'l.event_id', projectId: '$1', contactId: 'l.id', name: SUBSCRIPTION_EVENT_NAME_SQL('l.new_subscribed'), data: eventDataSql('contact.subscribed', { via: `'import'` }), source: 'SYSTEM' },
+  ${subscriptionEventSql(
+    { id: 'l.event_id', projectId: '$1', contactId: 'l.id', newSubscribed: 'l.new_subscribed', data: eventDataSql('contact.subscribed', { via: `'import'` }) },
     'from locked l where l.new_subscribed <> l.old_subscribed',
   )}
 ),

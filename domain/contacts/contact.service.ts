@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql';
-import { SUBSCRIPTION_EVENT_NAME_SQL, insertEventsSql, type SystemEventData } from '../events/event-writer';
+import type { SystemEventData } from '../events/event-writer';
+import { CONTACT_ROW_LOCK, contactChanged, mergedData, mergedSubscribed, subscriptionEventSql } from './contact-merge';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { ContactData } from './contact.entity';
 import { upsertContact, type ContactRow, type UpsertResult } from './contact.repository';
@@ -41,9 +42,10 @@ export async function updateContact(
 ): Promise<ContactRow> {
   const changes = splitContactData(patch.data);
   const source: SystemEventData['contact.subscribed'] = { via: 'api' };
-  // The strength of the UPDATE itself, as the intake's batches lock (contact-intake.ts): FOR NO KEY UPDATE does not
-  // wait on the FOR KEY SHARE locks of rows that refer to the contact; a new email changes a key, so FOR UPDATE then.
-  const lockStrength = patch.email === undefined ? 'no key update' : 'update';
+  // The lock every contact writer takes (contact-merge.ts); a new email changes a key, so FOR UPDATE then.
+  const lock = patch.email === undefined ? CONTACT_ROW_LOCK : 'for update';
+  const newData = mergedData('l.data', 'i.set_data', 'i.unset_keys');
+  const subscribed = mergedSubscribed('l.subscribed', 'i.subscribed');
   let rows: ContactRow[];
   try {
     rows = await sql(em).query(
@@ -54,20 +56,19 @@ export async function updateContact(
        ),
        locked as (
          select c.id, c.email, c.subscribed, c.data from contacts c join input i on c.project_id = i.project_id and c.id = i.id
-         for ${lockStrength} of c
+         ${lock} of c
        ),
        updated as (
          update contacts c
-         set email = coalesce(i.new_email, l.email), data = (l.data || i.set_data) - i.unset_keys,
-             subscribed = coalesce(i.subscribed, l.subscribed), updated_at = now()
+         set email = coalesce(i.new_email, l.email), data = ${newData}, subscribed = ${subscribed}, updated_at = now()
          from locked l, input i
-         where c.id = l.id and (coalesce(i.new_email, l.email) <> l.email or (l.data || i.set_data) - i.unset_keys <> l.data
-                                or coalesce(i.subscribed, l.subscribed) <> l.subscribed)
+         where c.id = l.id
+           and ${contactChanged({ oldData: 'l.data', newData, oldSubscribed: 'l.subscribed', newSubscribed: subscribed, extra: 'coalesce(i.new_email, l.email) <> l.email' })}
          returning c.id, c.email, c.subscribed, c.data, c.created_at, c.updated_at
        ),
        sub_event as (
-         ${insertEventsSql(
-           { id: 'i.sub_event_id', projectId: 'i.project_id', contactId: 'u.id', name: SUBSCRIPTION_EVENT_NAME_SQL('u.subscribed'), data: 'i.sub_event_data', source: 'SYSTEM' },
+         ${subscriptionEventSql(
+           { id: 'i.sub_event_id', projectId: 'i.project_id', contactId: 'u.id', newSubscribed: 'u.subscribed', data: 'i.sub_event_data' },
            'from updated u join locked l on l.id = u.id, input i where u.subscribed <> l.subscribed',
          )}
        )

@@ -5,10 +5,11 @@ import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { stackEnv } from '../stack-env';
 
 /**
- * The contact upsert exists as three statements, each tuned for its path: POST /contacts (contact.repository.ts), the
- * batched intake of /v1/track and /v1/send (contact-intake.ts) and the CSV import's chunks (contact-import.ts). This
- * contract runs the same cases through each, so they cannot drift apart: emails normalised, reserved keys dropped,
- * data merged, "" ignored, the default subscription of a new contact, and one subscription event per real change.
+ * Every path that writes a contact's data and subscription keeps one merge rule (domain/contacts/contact-merge.ts):
+ * POST /contacts and the batched intake of /v1/track and /v1/send (one statement, contact.repository.ts), the CSV
+ * import's chunks (contact-import.ts) and PATCH /contacts/:id (contact.service.ts). This contract runs the same cases
+ * through each, so they cannot drift apart: emails normalised, reserved keys dropped, data merged, "" ignored, the
+ * default subscription of a new contact, and one subscription event per real change.
  */
 type Write = (p: TestProject, email: string, change: { subscribed?: boolean; data: Record<string, string | number> }) => Promise<void>;
 
@@ -38,6 +39,23 @@ const paths: [string, string, Write][] = [
     'track',
     async (p, email, { subscribed, data }) => {
       const res = await api('POST', '/v1/track', { key: p.secretKey, body: { email, event: 'contract', data, ...(subscribed === undefined ? {} : { subscribed }) } });
+      expect(res.status).toBe(200);
+    },
+  ],
+  [
+    'PATCH /contacts/:id (contact.service.ts)',
+    'api',
+    async (p, email, { subscribed, data }) => {
+      // PATCH changes a contact that exists: a new one is created bare first, then patched.
+      const normalized = email.toLowerCase();
+      const found = await db().query<{ id: string }>('select id from contacts where project_id = $1 and email = $2', [p.projectId, normalized]);
+      let id = found.rows[0]?.id;
+      if (!id) {
+        const created = await api('POST', '/contacts', { key: p.secretKey, body: { email } });
+        expect(created.status).toBe(201);
+        id = created.body.id as string;
+      }
+      const res = await api('PATCH', `/contacts/${id}`, { key: p.secretKey, body: { data, ...(subscribed === undefined ? {} : { subscribed }) } });
       expect(res.status).toBe(200);
     },
   ],

@@ -7,7 +7,7 @@ with input as (
 ),
 locked as (
   select c.id, c.email, c.subscribed as old_subscribed, coalesce(i.subscribed, c.subscribed) as new_subscribed,
-         c.data as old_data, c.data || i.data as new_data, i.event_id
+         c.data as old_data, (c.data || i.data) - '{}'::text[] as new_data, i.event_id
   from (select * from input where contact_id is not null order by email) i
   cross join lateral (
     select c.id, c.email, c.subscribed, c.data from contacts c
