@@ -24,7 +24,7 @@ export type CampaignRanking = keyof typeof CAMPAIGN_RANKINGS;
 
 export type CampaignBreakdown = CampaignStatsView & { name: string; status: string; startedAt: Date | null };
 
-type Row = CampaignCounters & { campaignId: string; name: string; status: string; startedAt: Date | string | null; updatedAt: Date | string | null };
+type Row = CampaignCounters & { campaignId: string; name: string; status: string; startedAt: Date | null; updatedAt: Date | null };
 
 const COLUMNS = `c.id as "campaignId", c.name, c.status, c.started_at as "startedAt",
   s.audience, s.sent, s.delivered, s.opened_unique as "openedUnique", s.opened_total as "openedTotal", s.clicked_unique as "clickedUnique",
@@ -33,8 +33,6 @@ const COLUMNS = `c.id as "campaignId", c.name, c.status, c.started_at as "starte
 const view = (r: Row): CampaignBreakdown => ({
   ...r,
   ...campaignRates(r),
-  startedAt: r.startedAt === null ? null : new Date(r.startedAt),
-  updatedAt: r.updatedAt === null ? null : new Date(r.updatedAt),
 });
 
 function range(q: { from?: Date; to?: Date }): { from: Date; to: Date } {

@@ -228,8 +228,7 @@ export function campaignRates(c: CampaignCounters): CampaignRates {
   };
 }
 
-/** The ORM's driver hands raw timestamps over as text. */
-type StatsRow = CampaignCounters & { campaignId: string; updatedAt: Date | string | null };
+type StatsRow = CampaignCounters & { campaignId: string; updatedAt: Date | null };
 
 const CAMPAIGN_STATS_GET = statement(
   'campaign_stats_get',
@@ -254,5 +253,5 @@ export async function getCampaignStats(em: EntityManager, projectId: string, cam
     [campaignId, projectId],
   );
   if (!row) throw notFound('Campaign');
-  return { ...row, ...campaignRates(row), updatedAt: row.updatedAt === null ? null : new Date(row.updatedAt) };
+  return { ...row, ...campaignRates(row) };
 }
