@@ -1,3 +1,5 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { transaction, type Sql } from './db/sql';
 import { serviceUnavailable } from './errors';
 import { logger } from './logger';
 
@@ -26,4 +28,39 @@ export async function persistThenStart<T>(steps: {
     throw serviceUnavailable(steps.unavailable);
   }
   return persisted;
+}
+
+/**
+ * The one cancel shape (campaigns, import and bulk jobs, automation executions): the database records the intent,
+ * then Temporal is told, as one unit. `record` runs in a transaction and moves the row to its cancelled state (or
+ * throws the 404/409 of a row that cannot be cancelled); `tell` then asks Temporal to cancel the run while that
+ * transaction is still open, and the transaction commits only once Temporal has taken the request. If Temporal cannot be
+ * reached, the transaction rolls back and the caller gets 503 with `unavailable`: nothing was recorded, nothing was
+ * told, and the client can retry. Once Temporal has the request it is durable there: should the commit itself fail,
+ * the run's own cancellation handling records the same end (each run's end-recording statement changes only an active
+ * row, and waits on this transaction's row lock). `tell` must be bounded (TemporalGateway gives its cancels a
+ * deadline), since the row stays locked while it runs.
+ */
+export async function recordThenTell<T>(
+  em: EntityManager,
+  steps: {
+    record: (tx: Sql) => Promise<T>;
+    /** Not called when `record` says there is nothing to tell (e.g. the row was cancelled already). */
+    tell: (recorded: T) => Promise<unknown>;
+    skipTell?: (recorded: T) => boolean;
+    unavailable: string;
+    log: Record<string, unknown>;
+  },
+): Promise<T> {
+  return transaction(em, async (tx) => {
+    const recorded = await steps.record(tx);
+    if (steps.skipTell?.(recorded)) return recorded;
+    try {
+      await steps.tell(recorded);
+    } catch (err) {
+      logger.error({ err, ...steps.log }, 'could not tell Temporal; the cancel is not recorded');
+      throw serviceUnavailable(steps.unavailable);
+    }
+    return recorded;
+  });
 }

@@ -9,10 +9,17 @@ import { SA } from './search-attributes';
 import { workflowStarts } from '../domain/metrics';
 import type { CampaignSendControl } from '../domain/campaigns/campaign-steering';
 import type * as workflows from './workflows';
-import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, removeSignal, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
+import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, emailDeliveryStart, removeSignal, segmentComputeStart, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
+import type { ClosedRun } from '../domain/temporal-mirror';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
 const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
+
+/**
+ * How long a request waits for Temporal to take a cancel. The cancels run inside the transaction that records them
+ * (domain/workflow-start.ts), so an unreachable Temporal must not hold the row's lock for the gRPC retries' full length.
+ */
+const CANCEL_TIMEOUT_MS = 5_000;
 
 /** How long a compute request waits for a run that has recorded its end to close (a workflow task: milliseconds). */
 const SEGMENT_COMPUTE_CLOSE_TIMEOUT_MS = 10_000;
@@ -48,17 +55,20 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     return new TemporalGateway(new Client({ connection, namespace: cfg.namespace }), null, cfg.taskQueue, true);
   }
 
+  /**
+   * A gateway of its own connection. The connection is made at the first call, not here: an API started while Temporal
+   * is away serves what needs only the database, and answers 503 for what needs Temporal until it is back.
+   */
   static async connect(cfg: Config['temporal']): Promise<TemporalGateway> {
-    const connection = await Connection.connect({ address: cfg.address });
+    const connection = Connection.lazy({ address: cfg.address });
     const client = new Client({ connection, namespace: cfg.namespace });
     return new TemporalGateway(client, connection, cfg.taskQueue);
   }
 
+  /** A delivery batch (`email-delivery/<first email id>`, ProjectId and EmailIds): the sweeper's restarts are the same start. */
   async startEmailDelivery(input: { projectId: string; emailIds: string[] }): Promise<string> {
-    return this.startOnce('emailDelivery', workflowIds.emailDelivery(input.emailIds[0]!), [input], [
-      { key: SA.ProjectId, value: input.projectId },
-      { key: SA.EmailIds, value: input.emailIds },
-    ]);
+    const spec = emailDeliveryStart(input);
+    return this.startOnce('emailDelivery', spec.workflowId, spec.args, spec.typedSearchAttributes);
   }
 
   /** Starts a workflow; one already running under that id counts as started, so a repeated call is not an error. */
@@ -170,7 +180,7 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
   /** Requests cancellation of a contact job's workflow; one that is not running (ended, never started) is fine. */
   async cancelContactJob(input: { kind: 'import' | 'bulk'; jobId: string }): Promise<void> {
     const workflowId = input.kind === 'import' ? workflowIds.contactImport(input.jobId) : workflowIds.contactBulk(input.jobId);
-    await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowId).cancel());
+    await this.cancelRun(workflowId);
   }
 
   /** Starts `campaign-send/<campaignId>`; one already running counts as started. */
@@ -187,7 +197,8 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
    * reuse policy, ALLOW_DUPLICATE).
    */
   async startSegmentCompute(input: { projectId: string; segmentId: string }): Promise<string> {
-    const runId = await this.startRun('segmentCompute', workflowIds.segmentCompute(input.segmentId), [input], [{ key: SA.ProjectId, value: input.projectId }], {
+    const spec = segmentComputeStart(input);
+    const runId = await this.startRun('segmentCompute', spec.workflowId, spec.args, spec.typedSearchAttributes, {
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     });
     if (!runId) throw new Error('Temporal refused to join the running segment compute'); // USE_EXISTING never refuses
@@ -211,22 +222,31 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
 
   /** Requests cancellation of a campaign's run; one that is not running is fine. */
   async cancelCampaignSend(input: { campaignId: string }): Promise<void> {
-    await this.ignoreNotFound(() => this.client.workflow.getHandle(workflowIds.campaignSend(input.campaignId)).cancel());
-  }
-
-  /** The Temporal status of a campaign's latest run (`RUNNING`, `COMPLETED`, `CANCELLED`, `TERMINATED`, ...), null when there is none. */
-  async campaignSendStatus(input: { campaignId: string }): Promise<string | null> {
-    try {
-      const d = await this.client.workflow.getHandle(workflowIds.campaignSend(input.campaignId)).describe();
-      return d.status.name;
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return null;
-      throw err;
-    }
+    await this.cancelRun(workflowIds.campaignSend(input.campaignId));
   }
 
   /**
-   * Starts a contact's automation run. Its id is never reused (REJECT_DUPLICATE): a start repeated after the run
+   * Campaign sends and automation runs that closed since `since` without their own code recording it: terminated (in
+   * Web UI, or by an operator's CLI), timed out, or failed. Read from Temporal's visibility store (eventually
+   * consistent: a run closed a moment ago may show at the next call). The email sweeper mirrors them into the database
+   * (domain/temporal-mirror.ts); nothing on a read path asks Temporal.
+   */
+  async runsClosedOutside(input: { since: Date }): Promise<ClosedRun[]> {
+    const types: WorkflowName[] = ['campaignSend', 'automationRun'];
+    const query =
+      `WorkflowType IN (${types.map((t) => `'${t}'`).join(', ')}) AND ExecutionStatus IN ('Terminated', 'TimedOut', 'Failed') ` +
+      `AND CloseTime > '${input.since.toISOString()}'`;
+    const runs: ClosedRun[] = [];
+    for await (const wf of this.client.workflow.list({ query })) {
+      const status = wf.status.name;
+      if (status === 'TERMINATED' || status === 'TIMED_OUT' || status === 'FAILED') runs.push({ workflowId: wf.workflowId, status });
+    }
+    return runs;
+  }
+
+  /**
+   * Starts a contact's automation run (its id is `workflowIds.automationRun`, stored with the execution row by the
+   * statement that numbers it: `automationRunIdSql`). Its id is never reused (REJECT_DUPLICATE): a start repeated after the run
    * ended (an event delivered twice) is refused like one that is running, and both count as started.
    */
   async startAutomationRun(input: AutomationRunStart): Promise<string> {
@@ -245,17 +265,7 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
 
   /** Requests cancellation of an automation run; one that is not running is fine. */
   async cancelAutomationRun(input: { workflowId: string }): Promise<void> {
-    await this.ignoreNotFound(() => this.client.workflow.getHandle(input.workflowId).cancel());
-  }
-
-  /** The Temporal status of an automation run, null when there is none. */
-  async automationRunStatus(input: { workflowId: string }): Promise<string | null> {
-    try {
-      return (await this.client.workflow.getHandle(input.workflowId).describe()).status.name;
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return null;
-      throw err;
-    }
+    await this.cancelRun(input.workflowId);
   }
 
   /** Delivers an event to a run waiting in WAIT_FOR_EVENT; a run that has ended is fine. */
@@ -268,6 +278,14 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
       { key: SA.ProjectId, value: input.projectId },
       { key: SA.AutomationId, value: input.automationId },
     ]);
+  }
+
+  /**
+   * Requests cancellation of a run, within CANCEL_TIMEOUT_MS; a run that is not there (ended, never started) is fine.
+   * Temporal records the request durably: the run's own cancellation handling records its end in the database.
+   */
+  private async cancelRun(workflowId: string): Promise<void> {
+    await this.ignoreNotFound(() => this.client.withDeadline(Date.now() + CANCEL_TIMEOUT_MS, () => this.client.workflow.getHandle(workflowId).cancel()));
   }
 
   private async ignoreNotFound(call: () => Promise<unknown>): Promise<void> {
@@ -294,7 +312,7 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
       await this.client.schedule.create({
         scheduleId: EMAIL_SWEEPER_SCHEDULE_ID,
         spec: { intervals: [{ every: '5 minutes' }] },
-        action: { type: 'startWorkflow', workflowType: 'emailSweeper', taskQueue: this.taskQueue, args: [{}] },
+        action: this.scheduleAction('emailSweeper', [{}]),
         policies: { overlap: ScheduleOverlapPolicy.SKIP },
       });
     } catch (err) {
@@ -320,14 +338,19 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     await this.client.schedule.getHandle(REPUTATION_SCHEDULE_ID).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
   }
 
-  /** A schedule that starts `workflowType` every `everyMs`, skipping a start while the previous run still runs. */
-  private async ensureIntervalSchedule(scheduleId: string, workflowType: WorkflowName, args: unknown[], everyMs: number): Promise<void> {
+  /** A schedule's action: start workflow `name` with arguments typed by its function, on this task queue. */
+  private scheduleAction<N extends WorkflowName>(name: N, args: WorkflowArgs<N>) {
+    return { type: 'startWorkflow' as const, workflowType: name, taskQueue: this.taskQueue, args };
+  }
+
+  /** A schedule that starts workflow `name` every `everyMs`, skipping a start while the previous run still runs. */
+  private async ensureIntervalSchedule<N extends WorkflowName>(scheduleId: string, name: N, args: WorkflowArgs<N>, everyMs: number): Promise<void> {
     const spec = { intervals: [{ every: everyMs }] };
     try {
       await this.client.schedule.create({
         scheduleId,
         spec,
-        action: { type: 'startWorkflow', workflowType, taskQueue: this.taskQueue, args },
+        action: this.scheduleAction(name, args),
         policies: { overlap: ScheduleOverlapPolicy.SKIP },
       });
     } catch (err) {

@@ -4,34 +4,53 @@
  * workflow bundle imports it as well as the API.
  */
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { SearchAttributePair } from '@temporalio/common';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import type * as workflows from './workflows';
+import { SA } from './search-attributes';
+import { workflowIds } from './workflow-ids';
 
 /** Every workflow the worker runs, by its registered name. */
 export type WorkflowName = keyof typeof workflows;
 /** The arguments of a workflow, from its function: a start cannot pass the wrong shape. */
 export type WorkflowArgs<N extends WorkflowName> = Parameters<(typeof workflows)[N]>;
 
-export const workflowIds = {
-  /** A delivery batch, named after its first email; stored with the emails so the sweeper restarts the same id. */
-  emailDelivery: (firstEmailId: string) => `email-delivery/${firstEmailId}`,
-  domainVerification: (domainId: string) => `domain-verification/${domainId}`,
-  contactImport: (jobId: string) => `contact-import/${jobId}`,
-  contactBulk: (jobId: string) => `contact-bulk/${jobId}`,
-  campaignSend: (campaignId: string) => `campaign-send/${campaignId}`,
-  /** The compute of a segment: one at a time per segment, a new run under the same id for each compute. */
-  segmentCompute: (segmentId: string) => `segment-compute/${segmentId}`,
-  /** A contact's n-th run of an automation (never reused: a second start of an ended id is refused). */
-  automationRun: (automationId: string, contactId: string, n: number) => `automation/${automationId}/${contactId}/${n}`,
-  /** One cancel-all request of an automation. */
-  automationCancelAll: (automationId: string, requestId: string) => `automation-cancel-all/${automationId}/${requestId}`,
-  /** One verification or password reset email, named after the API request that asked for it. */
-  accountEmail: (requestId: string) => `account-email/${requestId}`,
-  /** One project invitation email, named after the API request that asked for it. */
-  invitationEmail: (requestId: string) => `invitation-email/${requestId}`,
-  /** A project's reset: one at a time per project (a new run under the same id for each reset). */
-  projectReset: (projectId: string) => `project-reset/${projectId}`,
-};
+export { workflowIds };
+
+/** What a start of workflow `N` is made of, wherever it is started from (the client, or a sweeper's `startChild`). */
+export interface StartSpec<N extends WorkflowName> {
+  workflowId: string;
+  args: WorkflowArgs<N>;
+  typedSearchAttributes: SearchAttributePair[];
+}
+
+/**
+ * A delivery batch's start: the API's intake (through the client) and the email sweeper (a child workflow) start it
+ * alike, so a swept delivery has the same id and the same ProjectId and EmailIds search attributes, and is found in
+ * Temporal Web UI as a first start is. `workflowId` is the one stored with the emails, when there is one.
+ */
+export function emailDeliveryStart(input: { projectId: string; emailIds: string[] }, workflowId?: string | null): StartSpec<'emailDelivery'> {
+  return {
+    workflowId: workflowId ?? workflowIds.emailDelivery(input.emailIds[0]!),
+    args: [{ projectId: input.projectId, emailIds: input.emailIds }],
+    typedSearchAttributes: [
+      { key: SA.ProjectId, value: input.projectId },
+      { key: SA.EmailIds, value: input.emailIds },
+    ],
+  };
+}
+
+/**
+ * A segment compute's start: the API (through the client) and the recompute sweep (a child workflow) start it alike,
+ * `segment-compute/<segmentId>` with ProjectId.
+ */
+export function segmentComputeStart(input: { projectId: string; segmentId: string }): StartSpec<'segmentCompute'> {
+  return {
+    workflowId: workflowIds.segmentCompute(input.segmentId),
+    args: [{ projectId: input.projectId, segmentId: input.segmentId }],
+    typedSearchAttributes: [{ key: SA.ProjectId, value: input.projectId }],
+  };
+}
 
 /** The schedule that starts `emailSweeper` every 5 minutes. */
 export const EMAIL_SWEEPER_SCHEDULE_ID = 'email-sweeper';

@@ -274,7 +274,7 @@ export function automationRoutes(routes: Routes, deps: ApiDeps): void {
     query: ListExecutionsQuery,
     responses: { 200: { description: 'A page of executions', schema: cursorListSchema(ExecutionSummarySchema, 'WorkflowExecutionList') }, ...errorResponses(401, 404, 422) },
     handler: async ({ ctx, params, query, principal }) => {
-      const page = await listExecutions(ctx.state.em, deps.temporal, principal.projectId, params.id, query);
+      const page = await listExecutions(ctx.state.em, principal.projectId, params.id, query);
       return { body: { ...page, data: page.data.map(presentExecutionSummary) } };
     },
   });
@@ -308,13 +308,15 @@ export function automationRoutes(routes: Routes, deps: ApiDeps): void {
     method: 'get',
     path: '/workflows/:id/executions/:executionId',
     summary: 'Get an execution: status, current step, the steps taken, next wake-up',
-    description: 'A run cancelled or terminated in Temporal Web UI shows here as CANCELLED or FAILED.',
+    description:
+      'The execution as stored: a read never asks Temporal. A run cancelled in Temporal Web UI records CANCELLED itself; one terminated there ' +
+      'shows as FAILED once the email sweeper (every 5 minutes) has seen it.',
     tags: TAGS,
     auth: 'secret',
     params: ExecutionParams,
     responses: { 200: { description: 'Execution', schema: ExecutionSchema }, ...errorResponses(401, 404, 422) },
     handler: async ({ ctx, params, principal }) => ({
-      body: presentExecution(await getExecution(ctx.state.em, deps.temporal, principal.projectId, params.id, params.executionId)),
+      body: presentExecution(await getExecution(ctx.state.em, principal.projectId, params.id, params.executionId)),
     }),
   });
 
@@ -322,7 +324,9 @@ export function automationRoutes(routes: Routes, deps: ApiDeps): void {
     method: 'delete',
     path: '/workflows/:id/executions/:executionId',
     summary: 'Cancel a running or waiting execution',
-    description: '409 EXECUTION_ENDED once it has ended. Answers with the execution; it shows CANCELLED as soon as the run has recorded it (moments).',
+    description:
+      'The execution becomes CANCELLED and its run is cancelled, as one unit: if Temporal is unreachable the answer is 503 and the execution is ' +
+      'unchanged (retry). 409 EXECUTION_ENDED once it has ended. Answers with the execution, CANCELLED.',
     tags: TAGS,
     auth: 'secret',
     params: ExecutionParams,

@@ -56,7 +56,7 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
     query: ListCampaignsQuery,
     responses: { 200: { description: 'A page of campaigns', schema: cursorListSchema(CampaignSchema, 'CampaignList') }, ...errorResponses(401, 422) },
     handler: async ({ ctx, query, principal }) => {
-      const page = await listCampaigns(ctx.state.em, deps.temporal, principal.projectId, query);
+      const page = await listCampaigns(ctx.state.em, principal.projectId, query);
       return { body: { ...page, data: page.data.map(presentCampaign) } };
     },
   });
@@ -79,13 +79,14 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
     path: '/campaigns/:id',
     summary: 'Get a campaign',
     description:
-      'A run cancelled or terminated in Temporal shows here as CANCELLED or FAILED. For a DRAFT or SCHEDULED campaign `audienceSize` is counted ' +
+      'The campaign as stored: a read never asks Temporal. A run cancelled in Temporal records CANCELLED itself; one terminated there shows as ' +
+      'FAILED once the email sweeper (every 5 minutes) has seen it. For a DRAFT or SCHEDULED campaign `audienceSize` is counted ' +
       'now (subscribed contacts the audience matches).',
     tags: TAGS,
     auth: 'secret',
     params: CampaignIdParams,
     responses: { 200: { description: 'Campaign', schema: CampaignSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params, principal }) => ({ body: presentCampaign(await getCampaign(ctx.state.em, deps.temporal, principal.projectId, params.id)) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentCampaign(await getCampaign(ctx.state.em, principal.projectId, params.id)) }),
   });
 
   routes.add({
@@ -196,11 +197,13 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
     method: 'post',
     path: '/campaigns/:id/cancel',
     summary: 'Cancel a SCHEDULED, SENDING or PAUSED campaign',
-    description: 'What was sent stays sent; the rest is not sent. The campaign becomes CANCELLED. Another status: 409 CAMPAIGN_STATE.',
+    description:
+      'What was sent stays sent; the rest is not sent. The campaign becomes CANCELLED and its run is cancelled, as one unit: if Temporal is ' +
+      'unreachable the answer is 503 and the campaign is unchanged (retry). Another status: 409 CAMPAIGN_STATE.',
     tags: TAGS,
     auth: 'secret',
     params: CampaignIdParams,
-    responses: { 200: { description: 'The campaign, CANCELLED', schema: CampaignSchema }, ...errorResponses(401, 404, 409, 422) },
+    responses: { 200: { description: 'The campaign, CANCELLED', schema: CampaignSchema }, ...errorResponses(401, 404, 409, 422, 503) },
     handler: async ({ ctx, params, principal }) => ({ body: presentCampaign(await cancelCampaign(ctx.state.em, deps.temporal, principal.projectId, params.id)) }),
   });
 

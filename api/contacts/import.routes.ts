@@ -2,10 +2,10 @@ import fs from 'node:fs/promises';
 import type { Routes } from '../route';
 import { errorResponses } from '../common.schema';
 import { BulkJobResponse, ContactIdsBody, ImportBody, ImportJobResponse, JobIdParams, JobQueuedResponse } from './import.schema';
-import { cancelJob, getJob, jobEnded, submitBulkJob, submitImportJob, type BulkJobType, type JobRow } from '../../domain/jobs/job.service';
+import { cancelJob, getJob, submitBulkJob, submitImportJob, type BulkJobType, type JobRow } from '../../domain/jobs/job.service';
 import { CsvRejected, MAX_IMPORT_BYTES, readLayout } from '../../domain/contacts/contact-import-csv';
-import { serviceUnavailable, validationError } from '../../domain/errors';
-import type { ApiDeps, AppContext } from '../context';
+import { validationError } from '../../domain/errors';
+import type { ApiDeps } from '../context';
 import { iso } from '../presenters/time';
 
 const TAGS = ['Contacts'];
@@ -42,22 +42,6 @@ function presentBulkJob(j: JobRow) {
     createdAt: iso(j.createdAt),
     finishedAt: iso(j.finishedAt),
   };
-}
-
-/**
- * Cancels a QUEUED or RUNNING job: its workflow is cancelled first (if Temporal is unreachable nothing changes and the
- * caller gets 503), then the job is marked CANCELLED, which also stops any chunk not committed yet.
- */
-async function cancel(ctx: AppContext, deps: ApiDeps, projectId: string, jobId: string, kind: 'import' | 'bulk'): Promise<JobRow> {
-  const job = await getJob(ctx.state.em, projectId, jobId, kind);
-  if (job.status !== 'QUEUED' && job.status !== 'RUNNING') throw jobEnded(job);
-  try {
-    await deps.temporal.cancelContactJob({ kind, jobId });
-  } catch (err) {
-    ctx.state.log.error({ err, jobId }, 'could not cancel job workflow');
-    throw serviceUnavailable('The job could not be cancelled; try again');
-  }
-  return cancelJob(ctx.state.em, projectId, jobId, kind === 'import' ? 'The import was cancelled' : 'The bulk job was cancelled');
 }
 
 /** CSV import and bulk contact jobs. Registered before contactRoutes, so /contacts/:id does not take these paths. */
@@ -111,13 +95,14 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     path: '/contacts/import/:jobId/cancel',
     summary: 'Cancel a CSV import job',
     description:
-      'Cancels the import\'s workflow and marks the job CANCELLED. Chunks of 1000 rows are committed one by one: the rows of chunks committed ' +
+      'Marks the job CANCELLED and cancels its workflow, as one unit: if Temporal is unreachable the answer is 503 and the job is unchanged ' +
+      '(retry). Chunks of 1000 rows are committed one by one: the rows of chunks committed ' +
       'before the cancel stay imported (and counted in `processed`), nothing is written after. 409 `JOB_ENDED` when the job already ended.',
     tags: TAGS,
     auth: 'secret',
     params: JobIdParams,
     responses: { 200: { description: 'The cancelled job', schema: ImportJobResponse }, ...errorResponses(401, 404, 409, 422, 503) },
-    handler: async ({ ctx, params, principal }) => ({ body: presentImportJob(await cancel(ctx, deps, principal.projectId, params.jobId, 'import')) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentImportJob(await cancelJob(ctx.state.em, deps.temporal, principal.projectId, params.jobId, 'import')) }),
   });
 
   const bulk: [string, BulkJobType, string][] = [
@@ -159,12 +144,13 @@ export function contactJobRoutes(routes: Routes, deps: ApiDeps): void {
     path: '/contacts/bulk/:jobId/cancel',
     summary: 'Cancel a bulk contact job',
     description:
-      'Cancels the job\'s workflow and marks it CANCELLED. A bulk job is applied in one transaction: cancelled before it commits, no contact ' +
+      'Marks the job CANCELLED and cancels its workflow, as one unit: if Temporal is unreachable the answer is 503 and the job is unchanged ' +
+      '(retry). A bulk job is applied in one transaction: cancelled before it commits, no contact ' +
       'changes. 409 `JOB_ENDED` when the job already ended.',
     tags: TAGS,
     auth: 'secret',
     params: JobIdParams,
     responses: { 200: { description: 'The cancelled job', schema: BulkJobResponse }, ...errorResponses(401, 404, 409, 422, 503) },
-    handler: async ({ ctx, params, principal }) => ({ body: presentBulkJob(await cancel(ctx, deps, principal.projectId, params.jobId, 'bulk')) }),
+    handler: async ({ ctx, params, principal }) => ({ body: presentBulkJob(await cancelJob(ctx.state.em, deps.temporal, principal.projectId, params.jobId, 'bulk')) }),
   });
 }

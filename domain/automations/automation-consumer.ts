@@ -8,6 +8,7 @@ import type { ExecutionRow } from './automation.entity';
 import { EXECUTION_SELECT } from './automation.entity';
 import { sql } from '../db/sql';
 import { runStartOf, type AutomationRunControl } from './execution.service';
+import { automationRunIdSql } from '../../temporal/workflow-ids';
 
 /** What the consumer needs of Temporal: starting runs and signalling waiting ones. */
 export interface AutomationTriggerControl extends Pick<AutomationRunControl, 'startAutomationRun'> {
@@ -130,7 +131,7 @@ async function startRuns(pool: Pool, temporal: AutomationTriggerControl, matches
   const entries = matches.map(({ trigger }) => graphsByVersion.get(`${trigger.id}:${trigger.publishedVersion}`)!.entry);
   await sql(pool).run(
     `insert into automation_executions (id, project_id, automation_id, contact_id, n, version, workflow_id, status, current_step_id, context, trigger_event_id)
-     select t.id, t.project_id, t.automation_id, t.contact_id, m.n + 1, t.version, 'automation/' || t.automation_id || '/' || t.contact_id || '/' || (m.n + 1),
+     select t.id, t.project_id, t.automation_id, t.contact_id, m.n + 1, t.version, ${automationRunIdSql('t.automation_id', 't.contact_id', '(m.n + 1)')},
             'RUNNING', t.entry, e.data, t.event_id
      from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::int[], $6::uuid[], $7::uuid[], $8::boolean[])
        as t(id, project_id, automation_id, contact_id, version, entry, event_id, reentry)

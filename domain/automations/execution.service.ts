@@ -1,12 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pgTextArray } from '../filters';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { conflict, notFound, validationError } from '../errors';
+import { conflict, notFound, serviceUnavailable, validationError } from '../errors';
+import { logger } from '../logger';
 import { decodeCursor, toPage, type CursorPage } from '../pagination';
 import { uuidv7 } from '../ids';
 import { sql } from '../db/sql';
-import { closedOutside } from '../temporal-mirror';
-import { persistThenStart } from '../workflow-start';
+import { persistThenStart, recordThenTell } from '../workflow-start';
+import { automationRunIdSql } from '../../temporal/workflow-ids';
 import { normalizeEmail } from '../contacts/email-address';
 import { ACTIVE_EXECUTION_STATUSES, EXECUTION_SELECT, type ExecutionRow, type ExecutionStatus, type StepType } from './automation.entity';
 import { automationRow, graphForStart } from './automation.service';
@@ -18,8 +19,6 @@ export interface AutomationRunControl {
   startAutomationRun(input: AutomationRunStart): Promise<string>;
   /** Requests cancellation of a run; one that is not there (ended, never started) is fine. */
   cancelAutomationRun(input: { workflowId: string }): Promise<void>;
-  /** The run's Temporal status (`RUNNING`, `COMPLETED`, `CANCELLED`, `TERMINATED`, ...), null if there is none. */
-  automationRunStatus(input: { workflowId: string }): Promise<string | null>;
   /** Starts a cancel-all workflow over the automation's runs started before `before`. */
   startAutomationCancelAll(input: { projectId: string; automationId: string; requestId: string; before: string }): Promise<string>;
 }
@@ -75,7 +74,7 @@ export async function startExecution(
       try {
         const r = await sql(em).one<ExecutionRow>(
           `insert into automation_executions (id, project_id, automation_id, contact_id, n, version, workflow_id, status, current_step_id, context)
-           select $1::uuid, $2::uuid, $3::uuid, $4::uuid, m.n, $5::int, 'automation/' || $6::text || '/' || $7::text || '/' || m.n, 'RUNNING', $8::uuid, $9::jsonb
+           select $1::uuid, $2::uuid, $3::uuid, $4::uuid, m.n, $5::int, ${automationRunIdSql('$6::text', '$7::text', 'm.n')}, 'RUNNING', $8::uuid, $9::jsonb
            from (select coalesce(max(n), 0) + 1 as n from automation_executions where automation_id = $10 and contact_id = $11) m
            returning ${EXECUTION_SELECT}`,
           [uuidv7(), projectId, automation.id, contact.id, graph.version, automation.id, contact.id, graph.entry, JSON.stringify(input.context ?? {}), automation.id, contact.id],
@@ -106,29 +105,9 @@ export const runStartOf = (r: ExecutionRow, graph: AutomationGraph): AutomationR
   context: r.context,
 });
 
-/**
- * Executions whose Temporal run ended outside the workflow code (terminated or cancelled in Web UI before the run
- * could record it, or timed out) show as Temporal says: CANCELLED or FAILED, written back once.
- */
-async function mirrorTemporal(em: EntityManager, control: AutomationRunControl, rows: ExecutionRow[]): Promise<ExecutionRow[]> {
-  return Promise.all(
-    rows.map(async (x) => {
-      if (x.status !== 'RUNNING' && x.status !== 'WAITING') return x;
-      const closed = await closedOutside(() => control.automationRunStatus({ workflowId: x.workflowId }), 'the run', { executionId: x.id });
-      if (!closed) return x;
-      const updated = await sql(em).one<ExecutionRow>(
-        `update automation_executions set status = $1, status_reason = $2, waiting_event = null, next_wake_at = null, finished_at = now(), updated_at = now()
-         where id = $3 and status = any($4::text[]) returning ${EXECUTION_SELECT}`,
-        [closed.status, closed.reason, x.id, ACTIVE],
-      );
-      return updated ?? x;
-    }),
-  );
-}
-
+/** Rows as stored: a read never asks Temporal or writes (a run terminated in Web UI is mirrored by the email sweeper). */
 export async function listExecutions(
   em: EntityManager,
-  control: AutomationRunControl,
   projectId: string,
   automationId: string,
   q: { limit: number; cursor?: string; status?: ExecutionStatus; contactId?: string },
@@ -151,8 +130,7 @@ export async function listExecutions(
     );
     total = count!.n;
   }
-  const page = toPage(rows, q.limit, total);
-  return { ...page, data: await mirrorTemporal(em, control, page.data) };
+  return toPage(rows, q.limit, total);
 }
 
 async function executionRow(em: EntityManager, projectId: string, automationId: string, executionId: string): Promise<ExecutionRow> {
@@ -165,27 +143,40 @@ async function executionRow(em: EntityManager, projectId: string, automationId: 
   return row;
 }
 
-export async function getExecution(em: EntityManager, control: AutomationRunControl, projectId: string, automationId: string, executionId: string): Promise<ExecutionDetail> {
-  const [row] = await mirrorTemporal(em, control, [await executionRow(em, projectId, automationId, executionId)]);
+export async function getExecution(em: EntityManager, projectId: string, automationId: string, executionId: string): Promise<ExecutionDetail> {
+  const row = await executionRow(em, projectId, automationId, executionId);
   const steps = await sql(em).query<ExecutionStepRow>(
     'select seq, step_id as "stepId", type, started_at as "startedAt", finished_at as "finishedAt", outcome from automation_execution_steps where execution_id = $1 order by seq',
     [executionId],
   );
-  return { ...row!, steps };
+  return { ...row, steps };
 }
 
 /**
- * Cancels a RUNNING or WAITING execution: requests cancellation of its run, which records CANCELLED itself (a
- * pending timer or wait ends at once). 409 EXECUTION_ENDED for one that has ended. Answers with the execution as it
- * is after the request: the run marks itself within moments.
+ * Cancels a RUNNING or WAITING execution: the row becomes CANCELLED and its run is cancelled, as one unit
+ * (`recordThenTell`): if Temporal cannot be reached the execution is unchanged and the caller gets 503. The run stops
+ * at once (a pending timer or wait ends; a step under way is cancelled) and records the step it finished; its own end
+ * record leaves the CANCELLED row as it is. 409 EXECUTION_ENDED for one that has ended.
  */
-export async function cancelExecution(em: EntityManager, control: AutomationRunControl, projectId: string, automationId: string, executionId: string): Promise<ExecutionDetail> {
-  const row = await executionRow(em, projectId, automationId, executionId);
-  if (row.status !== 'RUNNING' && row.status !== 'WAITING') {
+export async function cancelExecution(em: EntityManager, control: Pick<AutomationRunControl, 'cancelAutomationRun'>, projectId: string, automationId: string, executionId: string): Promise<ExecutionDetail> {
+  const cancelled = await recordThenTell(em, {
+    record: (tx) =>
+      tx.one<ExecutionRow>(
+        `update automation_executions set status = 'CANCELLED', status_reason = 'Cancelled through the API', waiting_event = null, next_wake_at = null,
+           finished_at = now(), updated_at = now()
+         where id = $1 and automation_id = $2 and project_id = $3 and status = any($4::text[]) returning ${EXECUTION_SELECT}`,
+        [executionId, automationId, projectId, ACTIVE],
+      ),
+    skipTell: (r) => r === undefined,
+    tell: (r) => control.cancelAutomationRun({ workflowId: r!.workflowId }),
+    unavailable: 'The execution could not be cancelled (Temporal is unavailable); it is unchanged, try again',
+    log: { automationId, executionId },
+  });
+  if (!cancelled) {
+    const row = await executionRow(em, projectId, automationId, executionId); // 404 when there is none
     throw conflict('EXECUTION_ENDED', `The execution has already ended (${row.status})`);
   }
-  await control.cancelAutomationRun({ workflowId: row.workflowId });
-  return getExecution(em, control, projectId, automationId, executionId);
+  return getExecution(em, projectId, automationId, executionId);
 }
 
 /**
@@ -201,7 +192,11 @@ export async function cancelAllExecutions(em: EntityManager, control: Automation
     [a.id, ACTIVE],
   );
   const requestId = uuidv7();
-  const workflowId = await control.startAutomationCancelAll({ projectId, automationId: a.id, requestId, before: count!.now });
+  // Nothing is stored before this start, so an unreachable Temporal leaves nothing behind: 503, retry.
+  const workflowId = await control.startAutomationCancelAll({ projectId, automationId: a.id, requestId, before: count!.now }).catch((err: unknown) => {
+    logger.error({ err, automationId }, 'could not start a cancel-all');
+    throw serviceUnavailable('The executions could not be cancelled (Temporal is unavailable); nothing was done, try again');
+  });
   return { jobId: requestId, workflowId, active: count!.n };
 }
 

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql, statement } from '../db/sql';
+import { sql, statement, transaction, type Sql } from '../db/sql';
 import { AppError, conflict, notFound, validationError } from '../errors';
 import { logger } from '../logger';
-import { closedOutside } from '../temporal-mirror';
-import { persistThenStart } from '../workflow-start';
+import { persistThenStart, recordThenTell } from '../workflow-start';
+import { workflowIds } from '../../temporal/workflow-ids';
 import { resolveCampaignMessage } from './campaign-send';
 import { audienceWhere, countAudience } from './audience';
 import type { BillingGuard } from '../billing/billing.service';
@@ -14,7 +14,8 @@ import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campai
  * Sending, scheduling and steering a campaign. The database is the truth of a campaign's status: every change is
  * one conditional UPDATE (two identical requests cannot both win), and the `campaign-send/<id>` workflow reads the
  * status before each round of sending. Signals only wake the workflow early, so a lost signal delays, never
- * misdirects. Temporal's own view is mirrored back by `mirrorTemporal` (a run cancelled or terminated in Web UI).
+ * misdirects. A cancel is recorded and told to Temporal as one unit (`recordThenTell`). A run terminated in Web UI is
+ * mirrored back by the email sweeper (domain/temporal-mirror.ts), never by a read.
  */
 
 /** What the API needs of Temporal for campaigns (TemporalGateway implements it; tests may double it). */
@@ -24,8 +25,6 @@ export interface CampaignSendControl {
   wakeCampaignSend(input: { campaignId: string }): Promise<void>;
   /** Requests cancellation of the run; a run that is not there is fine. */
   cancelCampaignSend(input: { campaignId: string }): Promise<void>;
-  /** The run's Temporal status (`RUNNING`, `COMPLETED`, `CANCELLED`, `TERMINATED`, `FAILED`, `TIMED_OUT`, ...), null if none. */
-  campaignSendStatus(input: { campaignId: string }): Promise<string | null>;
 }
 
 
@@ -64,14 +63,14 @@ const CAMPAIGN_TRANSITION = statement(
  * another status now (the caller answers 409 with what it is).
  */
 async function transition(
-  em: EntityManager,
+  db: Sql,
   projectId: string,
   id: string,
   from: readonly CampaignStatus[],
   to: CampaignStatus,
   extra: { scheduledAt?: Date | null; workflowId?: string | null; finished?: boolean; reason?: string | null } = {},
 ): Promise<CampaignRow | null> {
-  const [row] = await sql(em).query<CampaignRow>(
+  const [row] = await db.query<CampaignRow>(
      CAMPAIGN_TRANSITION,
      [
       id,
@@ -112,8 +111,9 @@ const CAMPAIGN_STATS_INIT = statement('campaign_stats_init', 'insert into campai
 
 /**
  * `POST /campaigns/:id/send`: a DRAFT becomes SENDING (now) or SCHEDULED (`scheduledFor`, which must be in the
- * future), and its `campaign-send/<id>` workflow starts. If Temporal cannot be reached the campaign is a DRAFT again
- * and the caller gets 503.
+ * future), and its `campaign-send/<id>` workflow starts. The status and the stats row are stored in one transaction
+ * before the start (the run reads them), so no failure leaves half of it. If Temporal cannot be reached the campaign
+ * is a DRAFT again and the caller gets 503 (persistThenStart).
  */
 export async function sendCampaign(
   em: EntityManager,
@@ -130,20 +130,21 @@ export async function sendCampaign(
   await assertSendable(em, c);
   // The whole audience against the emails cap, up front (402 BILLING_LIMIT_EXCEEDED; counted only when a cap applies).
   await opts.billing?.assertEmails(em, projectId, () => countAudience(em, c));
-  const workflowId = `campaign-send/${id}`;
   return persistThenStart({
     persist: async () => {
-      const row = await transition(em, projectId, id, ['DRAFT'], opts.scheduledFor ? 'SCHEDULED' : 'SENDING', {
-        scheduledAt: opts.scheduledFor ?? null,
-        workflowId,
-        reason: null,
+      const row = await transaction(em, async (tx) => {
+        const moved = await transition(tx, projectId, id, ['DRAFT'], opts.scheduledFor ? 'SCHEDULED' : 'SENDING', {
+          scheduledAt: opts.scheduledFor ?? null,
+          workflowId: workflowIds.campaignSend(id),
+          reason: null,
+        });
+        if (moved) await tx.query(CAMPAIGN_STATS_INIT, [id]);
+        return moved;
       });
-      if (!row) return wrongStatus(em, projectId, id, 'send', ['DRAFT']);
-      await sql(em).query(CAMPAIGN_STATS_INIT, [id]);
-      return row;
+      return row ?? wrongStatus(em, projectId, id, 'send', ['DRAFT']);
     },
     start: () => control.startCampaignSend({ projectId, campaignId: id, scheduledFor: opts.scheduledFor?.toISOString() ?? null }),
-    compensate: () => transition(em, projectId, id, ['SENDING', 'SCHEDULED'], 'DRAFT', { scheduledAt: null, workflowId: null }),
+    compensate: () => transition(sql(em), projectId, id, ['SENDING', 'SCHEDULED'], 'DRAFT', { scheduledAt: null, workflowId: null }),
     unavailable: 'The campaign could not be started (Temporal is unavailable); it is still a DRAFT',
     log: { projectId, campaignId: id },
   });
@@ -152,14 +153,14 @@ export async function sendCampaign(
 /** Moves a SCHEDULED campaign's time (PUT/PATCH with `scheduledAt`); the run is woken to re-read it. */
 export async function rescheduleCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string, at: Date, now = new Date()): Promise<CampaignRow> {
   assertScheduleTime('scheduledAt', at, now);
-  const row = (await transition(em, projectId, id, ['SCHEDULED'], 'SCHEDULED', { scheduledAt: at })) ?? (await wrongStatus(em, projectId, id, 'reschedule', ['SCHEDULED']));
+  const row = (await transition(sql(em), projectId, id, ['SCHEDULED'], 'SCHEDULED', { scheduledAt: at })) ?? (await wrongStatus(em, projectId, id, 'reschedule', ['SCHEDULED']));
   await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;
 }
 
 /** SENDING -> PAUSED: the send stops after the round in progress (at most one chunk per partition). */
 export async function pauseCampaign(em: EntityManager, control: Pick<CampaignSendControl, 'wakeCampaignSend'>, projectId: string, id: string): Promise<CampaignRow> {
-  const row = (await transition(em, projectId, id, ['SENDING'], 'PAUSED')) ?? (await wrongStatus(em, projectId, id, 'pause', ['SENDING']));
+  const row = (await transition(sql(em), projectId, id, ['SENDING'], 'PAUSED')) ?? (await wrongStatus(em, projectId, id, 'pause', ['SENDING']));
   await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;
 }
@@ -167,19 +168,26 @@ export async function pauseCampaign(em: EntityManager, control: Pick<CampaignSen
 /** PAUSED -> SENDING: the rest of the snapshot is sent, each recipient once. */
 export async function resumeCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
   await assertNotSuspended(em, projectId);
-  const row = (await transition(em, projectId, id, ['PAUSED'], 'SENDING')) ?? (await wrongStatus(em, projectId, id, 'resume', ['PAUSED']));
+  const row = (await transition(sql(em), projectId, id, ['PAUSED'], 'SENDING')) ?? (await wrongStatus(em, projectId, id, 'resume', ['PAUSED']));
   await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return row;
 }
 
-/** SCHEDULED, SENDING or PAUSED -> CANCELLED. What was sent stays sent; the rest is marked CANCELLED by the run. */
+/**
+ * SCHEDULED, SENDING or PAUSED -> CANCELLED, and the run is cancelled, as one unit (`recordThenTell`): if Temporal
+ * cannot be reached the campaign keeps its status and the caller gets 503. What was sent stays sent; the rest is
+ * marked CANCELLED by the run (its activities also stop at a chunk boundary once the row says CANCELLED).
+ */
 export async function cancelCampaign(em: EntityManager, control: Pick<CampaignSendControl, 'cancelCampaignSend'>, projectId: string, id: string): Promise<CampaignRow> {
   const allowed = ['SCHEDULED', 'SENDING', 'PAUSED'] as const;
-  const row =
-    (await transition(em, projectId, id, allowed, 'CANCELLED', { finished: true, reason: 'Cancelled through the API' })) ??
-    (await wrongStatus(em, projectId, id, 'cancel', allowed));
-  await wake(() => control.cancelCampaignSend({ campaignId: id }), id);
-  return row;
+  const row = await recordThenTell(em, {
+    record: (tx) => transition(tx, projectId, id, allowed, 'CANCELLED', { finished: true, reason: 'Cancelled through the API' }),
+    skipTell: (r) => r === null,
+    tell: () => control.cancelCampaignSend({ campaignId: id }),
+    unavailable: 'The campaign could not be cancelled (Temporal is unavailable); it is unchanged, try again',
+    log: { projectId, campaignId: id },
+  });
+  return row ?? wrongStatus(em, projectId, id, 'cancel', allowed);
 }
 
 /**
@@ -192,22 +200,6 @@ async function wake(call: () => Promise<void>, campaignId: string): Promise<void
   } catch (err) {
     logger.warn({ err, campaignId }, 'could not signal the campaign-send workflow; it will see the change at its next round');
   }
-}
-
-/**
- * Mirrors Temporal into the API: an active campaign whose run was terminated (or failed, or timed out) in Temporal
- * becomes FAILED, one whose run was cancelled there becomes CANCELLED (domain/temporal-mirror.ts). Returns the rows
- * as they are now.
- */
-export async function mirrorTemporal(em: EntityManager, control: CampaignSendControl, rows: CampaignRow[]): Promise<CampaignRow[]> {
-  return Promise.all(
-    rows.map(async (c) => {
-      if (c.status !== 'SCHEDULED' && c.status !== 'SENDING' && c.status !== 'PAUSED') return c;
-      const closed = await closedOutside(() => control.campaignSendStatus({ campaignId: c.id }), 'the campaign-send workflow', { campaignId: c.id });
-      if (!closed) return c;
-      return (await transition(em, c.projectId, c.id, ['SCHEDULED', 'SENDING', 'PAUSED'], closed.status, { finished: true, reason: closed.reason })) ?? c;
-    }),
-  );
 }
 
 /** 409 CAMPAIGN_ACTIVE unless the campaign may be deleted (not SCHEDULED, SENDING or PAUSED). */

@@ -15,7 +15,6 @@ import { countAudience } from './audience';
 import {
   assertNotActive,
   campaignRow,
-  mirrorTemporal,
   rescheduleCampaign,
   type CampaignSendControl,
 } from './campaign-steering';
@@ -233,8 +232,7 @@ export async function updateCampaign(
   assertEditable(current.status);
   const { scheduledAt, ...content } = input;
   const { fields, errors } = applyInput(opts.replace ? null : current, content);
-  // Raw rows carry timestamps as text (MikroORM's pg type parsers), whatever CampaignRow says.
-  const moves = scheduledAt !== undefined && (current.scheduledAt === null || scheduledAt.getTime() !== new Date(current.scheduledAt).getTime());
+  const moves = scheduledAt !== undefined && (current.scheduledAt === null || scheduledAt.getTime() !== current.scheduledAt.getTime());
   if (scheduledAt !== undefined && current.status !== 'SCHEDULED') {
     errors.push({ field: 'scheduledAt', message: 'Only a SCHEDULED campaign has a time to move; schedule a DRAFT with POST /campaigns/:id/send { scheduledFor }', code: 'not_scheduled' });
   } else if (moves && scheduledAt.getTime() <= Date.now()) {
@@ -261,12 +259,13 @@ function assertEditable(status: CampaignStatus): void {
 }
 
 /**
- * `GET /campaigns/:id`: Temporal mirrored first (a run ended in Web UI shows), and for a DRAFT or SCHEDULED campaign
- * `audienceSize` is the audience a send would reach now; once sending started it is the snapshot's size. A campaign
- * whose segment was deleted has no audience to count: null.
+ * `GET /campaigns/:id`: the row as stored (a read never asks Temporal or writes: a run terminated in Web UI is mirrored
+ * by the email sweeper, domain/temporal-mirror.ts). For a DRAFT or SCHEDULED campaign `audienceSize` is the audience a
+ * send would reach now; once sending started it is the snapshot's size. A campaign whose segment was deleted has no
+ * audience to count: null.
  */
-export async function getCampaign(em: EntityManager, control: CampaignSendControl, projectId: string, id: string): Promise<CampaignRow> {
-  const [row] = await mirrorTemporal(em, control, [await campaignRow(em, projectId, id)]);
+export async function getCampaign(em: EntityManager, projectId: string, id: string): Promise<CampaignRow> {
+  const row = await campaignRow(em, projectId, id);
   if (row.status !== 'DRAFT' && row.status !== 'SCHEDULED') return row;
   return { ...row, audienceSize: await liveAudienceSize(em, row) };
 }
@@ -290,11 +289,11 @@ const CAMPAIGN_LIST = statement(
 );
 
 /**
- * Newest first (UUIDv7 ids); `search` is a case-insensitive substring of the name, wildcards literal. The page's
- * active campaigns are mirrored from Temporal; `audienceSize` is the stored one (null before sending), so a page
- * never counts audiences.
+ * Newest first (UUIDv7 ids); `search` is a case-insensitive substring of the name, wildcards literal. Rows as stored
+ * (no Temporal call, no write); `audienceSize` is the stored one (null before sending), so a page never counts
+ * audiences.
  */
-export async function listCampaigns(em: EntityManager, control: CampaignSendControl, projectId: string, q: CampaignListQuery): Promise<CursorPage<CampaignRow>> {
+export async function listCampaigns(em: EntityManager, projectId: string, q: CampaignListQuery): Promise<CursorPage<CampaignRow>> {
   const after = decodeCursor(q.cursor) ?? null;
   const search = q.search?.trim() ? `%${likeEscape(q.search.trim())}%` : null;
   const status = q.status ?? null;
@@ -310,8 +309,7 @@ export async function listCampaigns(em: EntityManager, control: CampaignSendCont
     );
     total = count!.n;
   }
-  const page = toPage(rows, q.limit, total);
-  return { ...page, data: await mirrorTemporal(em, control, page.data) };
+  return toPage(rows, q.limit, total);
 }
 
 const CAMPAIGN_DELETE = statement('campaign_delete', 'delete from campaigns where id = $1 and project_id = $2 and status <> all($3::text[]) returning id');

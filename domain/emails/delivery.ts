@@ -14,6 +14,7 @@ import { emailOutcomes, type EmailOutcomeStatus, type EmailSource } from '../met
 import { selectList } from '../db/rows';
 import { LruCache } from '../cache/lru';
 import type { EmailRow } from './email.entity';
+import { AUTOMATION_RUN_ID_PREFIX } from '../../temporal/workflow-ids';
 
 /** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
 export type DeliveryOutcome =
@@ -283,7 +284,7 @@ export async function findStrandedEmails(
   const rows = await sql(em).query<{ projectId: string; workflowId: string | null; id: string }>(
     `select project_id as "projectId", workflow_id as "workflowId", id from emails
      where status = 'QUEUED' and created_at < now() - make_interval(secs => $1) and campaign_id is null
-       and (workflow_id is null or workflow_id not like 'automation/%')
+       and (workflow_id is null or workflow_id not like '${AUTOMATION_RUN_ID_PREFIX}%')
      order by id limit $2`,
     [opts.olderThanMs / 1000, opts.limit],
   );

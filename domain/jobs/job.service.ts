@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql, transaction } from '../db/sql';
+import { Sql, sql, transaction } from '../db/sql';
 import { uuidv7 } from '../ids';
-import { persistThenStart } from '../workflow-start';
+import { persistThenStart, recordThenTell } from '../workflow-start';
 import { conflict, notFound } from '../errors';
 
 /**
@@ -62,10 +62,12 @@ const JOB_COLUMNS = `id, project_id as "projectId", type, status, options, total
   errors, message, next_offset as "nextOffset", next_line as "nextLine", next_chunk as "nextChunk", created_at as "createdAt",
   started_at as "startedAt", finished_at as "finishedAt"`;
 
-/** Starts job workflows (TemporalGateway implements it). */
+/** Starts and cancels job workflows (TemporalGateway implements it). */
 export interface JobRunner {
   startContactImport(input: { projectId: string; jobId: string }): Promise<string>;
   startContactBulk(input: { projectId: string; jobId: string }): Promise<string>;
+  /** Requests cancellation of the job's workflow; one that is not running is fine. */
+  cancelContactJob(input: { kind: 'import' | 'bulk'; jobId: string }): Promise<void>;
 }
 
 /** Stores an import job with its file, then starts its workflow; one that cannot start is FAILED and the caller gets 503. */
@@ -109,8 +111,8 @@ async function createBulkJob(em: EntityManager, input: { projectId: string; type
 }
 
 /** A job of the project, or null (another project's job is not found). */
-async function findJob(em: EntityManager, projectId: string | null, jobId: string): Promise<JobRow | null> {
-  const rows = await sql(em).query<JobRow>(
+async function findJob(db: EntityManager | Sql, projectId: string | null, jobId: string): Promise<JobRow | null> {
+  const rows = await (db instanceof Sql ? db : sql(db)).query<JobRow>(
     `select ${JOB_COLUMNS} from jobs where id = $1 ${projectId ? 'and project_id = $2' : ''}`,
     projectId ? [jobId, projectId] : [jobId],
   );
@@ -142,23 +144,34 @@ export async function finishJob(em: EntityManager, jobId: string, status: 'COMPL
 }
 
 /** 409 for a job that already ended: cancelling it changes nothing. */
-export const jobEnded = (j: Pick<JobRow, 'status'>) =>
+const jobEnded = (j: Pick<JobRow, 'status'>) =>
   conflict('JOB_ENDED', `The job already ended (${j.status}); only a QUEUED or RUNNING job can be cancelled`);
 
 /**
- * QUEUED | RUNNING -> CANCELLED, returning the job. Chunks commit only while their job is RUNNING, so nothing is
- * written after this returns. A job already CANCELLED (by its workflow's cancellation, which may get there first) is
- * returned as it is; one that completed or failed meanwhile throws 409.
+ * `POST /contacts/import/:jobId/cancel` and `POST /contacts/bulk/:jobId/cancel`: QUEUED | RUNNING -> CANCELLED and
+ * the job's workflow cancelled, as one unit (`recordThenTell`): if Temporal cannot be reached the job is unchanged and
+ * the caller gets 503. Chunks commit only while their job is RUNNING, so nothing is written after this returns. A job
+ * already CANCELLED (by its workflow's cancellation, which may get there first) is returned as it is; one that
+ * completed or failed meanwhile is 409 JOB_ENDED; another project's job, or one of the other kind, 404.
  */
-export async function cancelJob(em: EntityManager, projectId: string, jobId: string, message: string): Promise<JobRow> {
-  const rows = await sql(em).query<JobRow>(
-    `update jobs set status = 'CANCELLED', message = $1, finished_at = now()
-     where id = $2 and project_id = $3 and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
-    [message, jobId, projectId],
-  );
-  if (rows[0]) return rows[0];
-  const job = await findJob(em, projectId, jobId);
-  if (!job) throw notFound('Job');
-  if (job.status === 'CANCELLED') return job;
+export async function cancelJob(em: EntityManager, runner: Pick<JobRunner, 'cancelContactJob'>, projectId: string, jobId: string, kind: 'import' | 'bulk'): Promise<JobRow> {
+  await getJob(em, projectId, jobId, kind); // 404 for the other kind's id
+  const message = kind === 'import' ? 'The import was cancelled' : 'The bulk job was cancelled';
+  const { job, changed } = await recordThenTell(em, {
+    record: async (tx) => {
+      const [row] = await tx.query<JobRow>(
+        `update jobs set status = 'CANCELLED', message = $1, finished_at = now()
+         where id = $2 and project_id = $3 and status in ('QUEUED', 'RUNNING') returning ${JOB_COLUMNS}`,
+        [message, jobId, projectId],
+      );
+      return { job: row ?? (await findJob(tx, projectId, jobId)), changed: row !== undefined };
+    },
+    skipTell: (r) => !r.changed,
+    tell: () => runner.cancelContactJob({ kind, jobId }),
+    unavailable: 'The job could not be cancelled (Temporal is unavailable); it is unchanged, try again',
+    log: { projectId, jobId },
+  });
+  if (!job) throw notFound(kind === 'import' ? 'Import job' : 'Bulk job');
+  if (changed || job.status === 'CANCELLED') return job;
   throw jobEnded(job);
 }

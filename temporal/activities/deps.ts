@@ -5,6 +5,7 @@ import type { Config } from '../../domain/config';
 import type { RenderPool } from '../../domain/campaigns/render-pool';
 import type { AutomationRunControl } from '../../domain/automations/execution.service';
 import type { CampaignSendControl } from '../../domain/campaigns/campaign-steering';
+import type { TemporalGateway } from '../client';
 
 /** What activities need from the outside world; the worker builds it once, tests may build their own. */
 export interface ActivityDeps {
@@ -17,5 +18,5 @@ export interface ActivityDeps {
   /** Where campaign messages are rendered (the worker's thread pool); inline when absent. */
   renderPool?: RenderPool;
   /** The worker's Temporal client, for activities that steer other runs (cancel-all, a project reset). */
-  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> & Pick<CampaignSendControl, 'cancelCampaignSend' | 'wakeCampaignSend'>;
+  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> & Pick<CampaignSendControl, 'cancelCampaignSend' | 'wakeCampaignSend'> & Pick<TemporalGateway, 'runsClosedOutside'>;
 }

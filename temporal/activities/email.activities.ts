@@ -3,6 +3,7 @@ import type { ActivityDeps } from './deps';
 import { purgeExpiredIdempotencyKeys } from '../../domain/idempotency/idempotency';
 import { deliverBatch, findStrandedEmails, markEmailsFailed, type DeliveryOutcome } from '../../domain/emails/delivery';
 import { SecretBox } from '../../domain/domains/secret-box';
+import { mirrorClosedRuns } from '../../domain/temporal-mirror';
 
 export function createEmailActivities(deps: ActivityDeps) {
   const secretBox = new SecretBox(deps.config.appSecret); // unseals the DKIM keys of sender domains
@@ -23,6 +24,15 @@ export function createEmailActivities(deps: ActivityDeps) {
     /** Housekeeping of the sweeper: `Idempotency-Key` records past their 24 hours. */
     async purgeExpiredIdempotencyKeys(): Promise<number> {
       return purgeExpiredIdempotencyKeys(deps.orm.em.fork());
+    },
+    /**
+     * Housekeeping of the sweeper: campaign sends and automation runs that Temporal closed in the last `withinMs`
+     * without their own code recording it (terminated in Web UI, timed out) become FAILED in the database. Returns how
+     * many rows changed.
+     */
+    async mirrorClosedRuns(input: { withinMs: number }): Promise<number> {
+      const runs = await deps.temporal().runsClosedOutside({ since: new Date(Date.now() - input.withinMs) });
+      return mirrorClosedRuns(deps.orm.em.fork(), runs);
     },
     async markEmailsFailed(input: { emailIds: string[]; reason: string }): Promise<void> {
       await markEmailsFailed(deps.orm.em.fork(), input.emailIds, input.reason);

@@ -1,8 +1,7 @@
 import { CancelledFailure, ChildWorkflowCancellationType, ParentClosePolicy, proxyActivities, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import type { SegmentActivities } from '../activities/segment.activities';
 import { segmentCompute } from './segment-compute.workflow';
-import { workflowIds } from '../definitions';
-import { SA } from '../search-attributes';
+import { segmentComputeStart } from '../definitions';
 
 const { findDueSegmentComputes } = proxyActivities<SegmentActivities>({
   startToCloseTimeout: '1 minute',
@@ -38,9 +37,7 @@ export async function segmentRecomputeSweep(input: { limit?: number } = {}): Pro
       let child;
       try {
         child = await startChild(segmentCompute, {
-          workflowId: workflowIds.segmentCompute(segmentId),
-          args: [{ projectId, segmentId }],
-          typedSearchAttributes: [{ key: SA.ProjectId, value: projectId }],
+          ...segmentComputeStart({ projectId, segmentId }),
           // A compute is left to finish whatever happens to the sweep.
           parentClosePolicy: ParentClosePolicy.ABANDON,
           cancellationType: ChildWorkflowCancellationType.ABANDON,
