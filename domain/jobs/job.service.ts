@@ -151,11 +151,12 @@ const jobEnded = (j: Pick<JobRow, 'status'>) =>
  * `POST /contacts/import/:jobId/cancel` and `POST /contacts/bulk/:jobId/cancel`: QUEUED | RUNNING -> CANCELLED and
  * the job's workflow cancelled, as one unit (`recordThenTell`): if Temporal cannot be reached the job is unchanged and
  * the caller gets 503. Chunks commit only while their job is RUNNING, so nothing is written after this returns. A job
- * already CANCELLED (by its workflow's cancellation, which may get there first) is returned as it is; one that
- * completed or failed meanwhile is 409 JOB_ENDED; another project's job, or one of the other kind, 404.
+ * that has ended is 409 JOB_ENDED, except one that became CANCELLED while this request ran (its workflow's
+ * cancellation got there first), which is returned as it is; another project's job, or one of the other kind, 404.
  */
 export async function cancelJob(em: EntityManager, runner: Pick<JobRunner, 'cancelContactJob'>, projectId: string, jobId: string, kind: 'import' | 'bulk'): Promise<JobRow> {
-  await getJob(em, projectId, jobId, kind); // 404 for the other kind's id
+  const current = await getJob(em, projectId, jobId, kind); // 404 for the other kind's id
+  if (current.status !== 'QUEUED' && current.status !== 'RUNNING') throw jobEnded(current);
   const message = kind === 'import' ? 'The import was cancelled' : 'The bulk job was cancelled';
   const { job, changed } = await recordThenTell(em, {
     record: async (tx) => {

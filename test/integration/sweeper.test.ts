@@ -5,6 +5,7 @@ import { addVerifiedDomain, createTestProject, uniqueDomain } from '../helpers/f
 import { waitForMail } from '../helpers/mailbox';
 import { stackEnv } from '../stack-env';
 import { uuidv7 } from '../../domain/ids';
+import { SA } from '../../temporal/search-attributes';
 
 afterAll(closeDb);
 
@@ -19,7 +20,7 @@ describe('email sweeper', () => {
     }
   });
 
-  test('emails left QUEUED without a workflow (API died after storing them) are delivered by the sweeper, once', async () => {
+  test('emails left QUEUED without a workflow (API died after storing them) are delivered by the sweeper, once, findable by ProjectId and EmailIds', async () => {
     const p = await createTestProject();
     const domain = uniqueDomain();
     await addVerifiedDomain(p.projectId, domain);
@@ -44,6 +45,10 @@ describe('email sweeper', () => {
       expect(result.restarted).toBeGreaterThanOrEqual(1);
       const [mail] = await waitForMail(to);
       expect(mail!.subject).toBe('Stranded');
+      // Started with the search attributes of a first start (emailDeliveryStart), so Web UI finds it as it finds any delivery.
+      const swept = await client.workflow.getHandle(`email-delivery/${emailId}`).describe();
+      expect(swept.typedSearchAttributes.get(SA.ProjectId)).toBe(p.projectId);
+      expect(swept.typedSearchAttributes.get(SA.EmailIds)).toEqual([emailId]);
       const again = await client.workflow.execute('emailSweeper', { taskQueue: 'mailwright', workflowId: `sweep-${randomUUID()}`, args: [{}] });
       expect(again.restarted).toBe(0);
     } finally {
