@@ -34,6 +34,9 @@ const IDLE_IN_ROUND_TIMEOUT_MS = 15 * 60_000;
 /** Bound on counting the outbox rows for /metrics. */
 const BACKLOG_TIMEOUT_MS = 2_000;
 
+// The outbox statements are planned on every call (`prepare: false`): prepared, Postgres switched to a generic plan for
+// the batch read after five calls, and draining 29,000 events after `npm run bench:track` took 17.8 s instead of 1.0 s.
+
 // Locks up to $3 shards of consumer $4, in the (shuffled) order given, that have something due. The CASE keeps the
 // lock behind the check: a shard with nothing to do is never locked. LIMIT stops taking locks once enough are held.
 const LOCK_SQL = statement('outbox_lock_shards', `
@@ -41,7 +44,7 @@ select s::int as shard from unnest($2::int[]) as s
 where case when exists (select 1 from event_outbox o where o.consumer = $4 and o.shard = s and o.parked_at is null
                          and (o.next_attempt_at is null or o.next_attempt_at <= now()))
            then pg_try_advisory_xact_lock($1, s) else false end
-limit $3`);
+limit $3`, { prepare: false });
 
 // The next $3 events of each locked shard in outbox order (a contact's events are all in one shard, so only the
 // order within a shard matters; each shard is read in its index order, however long its backlog), without those of
@@ -60,18 +63,18 @@ cross join lateral (
   limit $3
 ) o
 left join events e on e.id = o.event_id
-order by o.seq`);
+order by o.seq`, { prepare: false });
 
 const DONE_SQL = statement('outbox_done', `
 delete from event_outbox o using unnest($2::smallint[], $3::bigint[]) as d(shard, seq)
-where o.consumer = $1 and o.shard = d.shard and o.seq = d.seq`);
+where o.consumer = $1 and o.shard = d.shard and o.seq = d.seq`, { prepare: false });
 
 const FAIL_SQL = statement('outbox_fail', `
 update event_outbox o set attempts = o.attempts + 1, last_error = f.error,
   next_attempt_at = case when f.park then null else clock_timestamp() + f.delay_ms * interval '1 millisecond' end,
   parked_at = case when f.park then clock_timestamp() end
 from unnest($2::smallint[], $3::bigint[], $4::int[], $5::boolean[], $6::text[]) as f(shard, seq, delay_ms, park, error)
-where o.consumer = $1 and o.shard = f.shard and o.seq = f.seq`);
+where o.consumer = $1 and o.shard = f.shard and o.seq = f.seq`, { prepare: false });
 
 interface BatchRow {
   seq: string;
