@@ -97,13 +97,13 @@ export async function recordProgress(em: EntityManager, input: ProgressInput): P
   const f = input.finished;
   const status = input.end?.status ?? input.next!.status;
   const row = await sql(em).one<{ contactExists: boolean; waitSince: Date | null }>(
-     AUTOMATION_PROGRESS,
-     [
+    AUTOMATION_PROGRESS,
+    [
       input.executionId, f?.seq ?? 0, f?.stepId ?? null, f?.type ?? null, f?.startedAt ?? 0, JSON.stringify(f?.outcome ?? {}), f !== null,
       status, input.end ? null : input.next!.stepId, input.next?.waitingEvent ?? null, input.next?.wakeInMs ?? null, input.end?.reason ?? null,
       input.end !== undefined, input.contactId, input.projectId,
     ],
-   );
+  );
   const result: ProgressResult = { contactGone: !row!.contactExists };
   if (input.next?.waitingEvent && row!.waitSince) {
     const since = row!.waitSince;

@@ -71,8 +71,8 @@ async function transition(
   extra: { scheduledAt?: Date | null; workflowId?: string | null; finished?: boolean; reason?: string | null } = {},
 ): Promise<CampaignRow | null> {
   const [row] = await db.query<CampaignRow>(
-     CAMPAIGN_TRANSITION,
-     [
+    CAMPAIGN_TRANSITION,
+    [
       id,
       projectId,
       from,
@@ -85,7 +85,7 @@ async function transition(
       extra.reason !== undefined,
       extra.reason ?? null,
     ],
-   );
+  );
   return row ?? null;
 }
 

@@ -173,8 +173,8 @@ export class Sql {
   }
 
   private async result<T extends QueryResultRow>(q: string | Statement, values: readonly unknown[]): Promise<pg.QueryResult<T>> {
-    const config: pg.QueryConfig =
-      typeof q === 'string' || !q.prepare ? { text: typeof q === 'string' ? q : q.text, values: values as unknown[], types } : { name: q.name, text: q.text, values: values as unknown[], types };
+    const config: pg.QueryConfig = { text: typeof q === 'string' ? q : q.text, values: values as unknown[], types };
+    if (typeof q !== 'string' && q.prepare) config.name = q.name;
     const t = this.target;
     try {
       if (t.kind === 'pg') return await (t.runner as Pool).query<T>(config);

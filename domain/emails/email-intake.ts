@@ -22,8 +22,8 @@ const EMAIL_INTAKE_INSERT = statement(
  */
 export async function insertEmails(em: EntityManager, projectId: string, workflowId: string, emails: NewEmail[]): Promise<void> {
   await sql(em).query(
-       EMAIL_INTAKE_INSERT,
-       [
+    EMAIL_INTAKE_INSERT,
+    [
       projectId,
       workflowId,
       ...columns(emails, [
@@ -31,7 +31,7 @@ export async function insertEmails(em: EntityManager, projectId: string, workflo
         (e) => e.replyTo, (e) => e.subject, (e) => e.html, (e) => e.text, (e) => JSON.stringify(e.headers), (e) => `{${e.attachmentIds.join(',')}}`,
       ]),
     ],
-     );
+  );
 }
 
 /** Column arrays of rows, one per getter, for an `unnest($n::type[], ...)` statement. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Client, Pool, type PoolClient } from 'pg';
+import { Client, Pool } from 'pg';
 import { onConnection, sql, statement, type Sql } from '../db/sql';
 import { logger } from '../logger';
 import { outboxLag } from '../metrics';
@@ -317,7 +317,7 @@ export class EventDispatcher {
         }));
       const now = Date.now();
       for (const d of deliveries) outboxLag.observe({ consumer: consumer.name }, Math.max(0, now - d.event.createdAt.getTime()) / 1000);
-      const outcome = deliveries.length ? await this.deliver(consumer, deliveries, client) : { accepted: [], failed: [] };
+      const outcome = deliveries.length ? await this.deliver(consumer, deliveries, db) : { accepted: [], failed: [] };
       await this.record(db, policy, consumer, [...gone, ...outcome.accepted], outcome.failed);
       await db.run('commit');
       open = false;
@@ -341,8 +341,7 @@ export class EventDispatcher {
    * later events stay untouched (held back by it). After three contacts in a row failed and none succeeded, the
    * consumer is taken to be down and the remaining contacts' first events fail with the same error without a call.
    */
-  private async deliver(consumer: EventConsumer, batch: Delivery[], client: PoolClient): Promise<Outcome> {
-    const tx = onConnection(client, true);
+  private async deliver(consumer: EventConsumer, batch: Delivery[], tx: Sql): Promise<Outcome> {
     const ctx = consumer.transactional ? { pool: this.pool, tx } : { pool: this.pool };
     const timeoutMs = consumer.timeoutMs ?? DEFAULT_CONSUMER_TIMEOUT_MS;
     const call = async (part: Delivery[]) => {

@@ -1,6 +1,5 @@
 import { SQL_UUIDV7, uuidv7 } from '../ids';
-import { statement } from '../db/sql';
-import type { Sql } from '../db/sql';
+import { statement, type Sql } from '../db/sql';
 
 /**
  * The one writer of `events` (README › Architecture › Events). Every event the service records goes through
@@ -105,9 +104,9 @@ export async function recordEvents(db: Sql, events: readonly NewEvent[]): Promis
   if (events.length === 0) return [];
   const now = new Date();
   const recorded = events.map((e) => ({ ...e, id: uuidv7(), createdAt: now }) as RecordedEvent);
-  await db.query(
-       EVENTS_RECORD,
-       [
+  await db.run(
+    EVENTS_RECORD,
+    [
       recorded.map((e) => e.id),
       recorded.map((e) => e.projectId),
       recorded.map((e) => e.contactId),
@@ -117,7 +116,7 @@ export async function recordEvents(db: Sql, events: readonly NewEvent[]): Promis
       recorded.map((e) => e.emailId ?? null),
       now,
     ],
-     );
+  );
   return recorded;
 }
 
