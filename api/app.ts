@@ -40,10 +40,9 @@ export function buildRoutes(deps: ApiDeps): Routes {
 }
 
 /** Builds the Koa application: request id + error envelope, a forked EntityManager per request, then the routes. */
-export function createApp(deps: ApiDeps): Koa<AppState> {
+export function createApp(deps: ApiDeps, routes: Routes = buildRoutes(deps)): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.cookieSecure });
   app.silent = true; // errors are rendered and logged by errorHandler
-  const routes = buildRoutes(deps);
 
   app.use(httpMetrics()); // outermost: sees the status the error handler rendered
   app.use(errorHandler());

@@ -30,6 +30,13 @@ type HandlerInput<B, Q, P, A extends AuthMode = AuthMode> = {
   body: B;
   query: Q;
   params: P;
+  /**
+   * Runs `fn` once the request's transaction has committed (at once after the handler on a route without one), before
+   * the response: starting a workflow that reads what the handler wrote, forgetting a cached value. A hook that fails
+   * fails the request, with the transaction already committed (so a hook answers its own 503, like the invitation
+   * email's).
+   */
+  afterCommit: (fn: () => Promise<unknown> | void) => void;
 } & Caller<A>;
 
 interface HandlerResult {
@@ -72,6 +79,14 @@ export interface RouteDef<B, Q, P, A extends AuthMode = AuthMode> {
    * text/plain), for handlers that parse it themselves. The body schema sees the string. Above `maxBytes`: 413.
    */
   rawBody?: { maxBytes: number };
+  /**
+   * A write route (POST, PUT, PATCH, DELETE) runs its handler in one transaction: `ctx.state.em` is the transaction's
+   * EntityManager (and `sql(em)` runs on its connection), so the request's writes commit together or not at all, and
+   * `afterCommit` hooks run once they are committed. A route that must not hold one transaction names why here
+   * instead: it stores and starts a workflow as its own unit (`persistThenStart`, `recordThenTell`), it is batched
+   * with other requests (the intakes), or it waits on a remote service that must not hold a pooled connection.
+   */
+  ownTransactions?: string;
   /** `contentType` documents a non-JSON response (the handler sets ctx.type itself). */
   responses: Record<number, { description: string; schema?: ZodType; contentType?: string }>;
   handler: (input: HandlerInput<B, Q, P, A>) => Promise<HandlerResult>;
@@ -91,6 +106,8 @@ export class Routes {
   // Of the routes matching a path and method, only the most specific runs: `/contacts/fields` before `/contacts/:id`.
   readonly router = new Router<AppState>({ exclusive: 'specificity' });
   readonly registry = new OpenAPIRegistry();
+  /** Each route's method, path and unit of work, in registration order (the data-access test reads them). */
+  readonly defs: Array<{ method: RouteDef<unknown, unknown, unknown>['method']; path: string; transactional: boolean; ownTransactions?: string }> = [];
   /** Path-parameter schemas by router layer, for telling which routes really serve a path. */
   private readonly paramSchemas = new Map<Layer, ZodType>();
 
@@ -154,6 +171,8 @@ export class Routes {
         }) as unknown as Koa.Middleware<AppState>,
       );
     }
+    const transactional = isWrite(def.method) && def.ownTransactions === undefined;
+    this.defs.push({ method: def.method, path: def.path, transactional, ownTransactions: def.ownTransactions });
     middleware.push(async (ctx: AppContext) => {
       const files = def.multipart ? Object.values(ctx.request.files ?? {}).flat() : [];
       try {
@@ -165,7 +184,11 @@ export class Routes {
         // The auth middleware above set what this route's mode promises.
         const member = await memberCheck(ctx, def, params, body);
         const caller = { principal: ctx.state.principal, userId: ctx.state.userId, member } as unknown as Caller<A>;
-        const result = await def.handler({ ctx, body, query, params, ...caller } as HandlerInput<B, Q, P, A>);
+        const hooks: Array<() => Promise<unknown> | void> = [];
+        const afterCommit = (fn: () => Promise<unknown> | void) => void hooks.push(fn);
+        const run = () => def.handler({ ctx, body, query, params, afterCommit, ...caller } as HandlerInput<B, Q, P, A>);
+        const result = transactional ? await inRequestTransaction(ctx, run) : await run();
+        for (const hook of hooks) await hook();
         ctx.status = result.status ?? (result.body === undefined ? 204 : 200);
         if (result.body === undefined) return;
         ctx.body = variant === 'earlier' && !def.responses[ctx.status]?.contentType ? toEarlier(result.body) : result.body;
@@ -407,6 +430,27 @@ function rawTextBody(maxBytes: number): Koa.Middleware<AppState> {
     ctx.request.body = Buffer.concat(chunks).toString('utf8');
     await next();
   };
+}
+
+function isWrite(method: RouteDef<unknown, unknown, unknown>['method']): boolean {
+  return method !== 'get';
+}
+
+/**
+ * Runs the handler in one transaction on the request's EntityManager, which `ctx.state.em` is for the handler's
+ * duration (the membership check before it ran outside). The ORM flushes the transaction's EntityManager before it
+ * commits; a thrown error rolls everything back and then reaches the error handler as it would have.
+ */
+async function inRequestTransaction<T>(ctx: AppContext, run: () => Promise<T>): Promise<T> {
+  const outer = ctx.state.em;
+  return outer.transactional(async (tx) => {
+    Object.defineProperty(ctx.state, 'em', { get: () => tx, configurable: true });
+    try {
+      return await run();
+    } finally {
+      Object.defineProperty(ctx.state, 'em', { get: () => outer, configurable: true });
+    }
+  });
 }
 
 function parse<T>(schema: ZodType<T> | undefined, value: unknown, prefix: string[]): T {

@@ -21,6 +21,13 @@ const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
  */
 const CANCEL_TIMEOUT_MS = 5_000;
 
+/**
+ * How long a start may take. A request that stores and starts (domain/workflow-start.ts) answers 503 and undoes what
+ * it stored when the start fails; without a deadline an unreachable Temporal held it for the SDK's gRPC retries
+ * (about 20 s) before that. Starts take milliseconds when Temporal is there.
+ */
+const START_TIMEOUT_MS = 10_000;
+
 /** How long a compute request waits for a run that has recorded its end to close (a workflow task: milliseconds). */
 const SEGMENT_COMPUTE_CLOSE_TIMEOUT_MS = 10_000;
 
@@ -97,7 +104,9 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     try {
       // The signature types `args` by the workflow; the SDK's conditional option type cannot see that through `N`.
       const options = { taskQueue: this.taskQueue, workflowId, args, typedSearchAttributes: new TypedSearchAttributes(attributes), ...extra };
-      const handle = await this.client.workflow.start<(typeof workflows)[N]>(name, options as WorkflowStartOptions<(typeof workflows)[N]>);
+      const handle = await this.client.withDeadline(Date.now() + START_TIMEOUT_MS, () =>
+        this.client.workflow.start<(typeof workflows)[N]>(name, options as WorkflowStartOptions<(typeof workflows)[N]>),
+      );
       workflowStarts.inc({ workflow: name, outcome: 'started' });
       return handle.firstExecutionRunId;
     } catch (err) {

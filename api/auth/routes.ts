@@ -58,14 +58,15 @@ export function authRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'none',
     body: SignupBody,
     responses: { 201: { description: 'Account created', schema: UserSchema }, ...errorResponses(400, 403, 409, 422) },
-    handler: async ({ ctx, body }) => {
+    handler: async ({ ctx, body, afterCommit }) => {
       if (!deps.config.signupEnabled) {
         throw new AppError(403, 'SIGNUP_DISABLED', 'Signup is disabled on this deployment', { suggestion: 'Ask an administrator to invite you.' });
       }
       const user = await signup(ctx.state.em, body);
       setSessionCookie(ctx, deps, user);
-      // The account exists either way: without Temporal the user asks for the email again (request-verification).
-      await requestAccountEmail(ctx, 'VERIFY_EMAIL', user.email).catch((err: unknown) => ctx.state.log.warn({ err }, 'verification email not started'));
+      // Once the account is committed (the email's activity looks it up). It exists either way: without Temporal the
+      // user asks for the email again (request-verification).
+      afterCommit(() => requestAccountEmail(ctx, 'VERIFY_EMAIL', user.email).catch((err: unknown) => ctx.state.log.warn({ err }, 'verification email not started')));
       return { status: 201, body: presentUser(user) };
     },
   });

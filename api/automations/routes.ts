@@ -254,6 +254,7 @@ export function automationRoutes(routes: Routes, deps: ApiDeps): void {
       'WAITING execution of this workflow (allowReentry governs event triggers only). 503 when Temporal is unavailable (nothing is kept).',
     tags: TAGS,
     auth: 'secret',
+    ownTransactions: 'Stores and starts its workflow as one unit (persistThenStart): the row commits before the start',
     params: WorkflowIdParams,
     body: StartExecutionBody,
     responses: { 201: { description: 'The execution, RUNNING', schema: ExecutionSchema }, ...errorResponses(401, 404, 409, 413, 422, 503) },
@@ -288,6 +289,7 @@ export function automationRoutes(routes: Routes, deps: ApiDeps): void {
       'moments). Answers 202 with how many were active. New runs keep starting while the workflow is enabled: disable it first to stop them.',
     tags: TAGS,
     auth: 'secret',
+    ownTransactions: 'Records the cancel job and starts its workflow as one unit (persistThenStart)',
     params: WorkflowIdParams,
     responses: {
       202: {
@@ -329,6 +331,7 @@ export function automationRoutes(routes: Routes, deps: ApiDeps): void {
       'unchanged (retry). 409 EXECUTION_ENDED once it has ended. Answers with the execution, CANCELLED.',
     tags: TAGS,
     auth: 'secret',
+    ownTransactions: 'Records the cancel and tells Temporal as one unit (recordThenTell)',
     params: ExecutionParams,
     responses: { 200: { description: 'The execution', schema: ExecutionSchema }, ...errorResponses(401, 404, 409, 422, 503) },
     handler: async ({ ctx, params, principal }) => ({

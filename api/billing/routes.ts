@@ -61,11 +61,11 @@ export function billingRoutes(routes: Routes, deps: ApiDeps): void {
     params: IdParams,
     body: UpdateBillingLimitsBody,
     responses: { 200: { description: 'Plan and caps as now set', schema: BillingLimitsSchema }, ...errorResponses(401, 403, 404, 422) },
-    handler: async ({ ctx, params, body, member }) => {
+    handler: async ({ ctx, params, body, member, afterCommit }) => {
       const { project } = await member(params.id);
       const { own } = await billingState(ctx.state.em, billing, project.id);
       await setOwnCaps(ctx.state.em, project.id, { emails: body.emails === undefined ? own.emails : body.emails, contacts: body.contacts === undefined ? own.contacts : body.contacts, events: body.events === undefined ? own.events : body.events });
-      deps.caches?.billing?.forgetProject(project.id);
+      afterCommit(() => deps.caches?.billing?.forgetProject(project.id));
       return { body: await limitsView(ctx.state.em, project.id) };
     },
   });
@@ -126,6 +126,7 @@ export function billingRoutes(routes: Routes, deps: ApiDeps): void {
       `(\`checkout.session.completed\` on POST /webhooks/incoming/stripe). Stripe sends the browser back to BILLING_RETURN_URL. ${DISABLED}`,
     tags: TAGS,
     auth: 'session',
+    ownTransactions: 'Calls Stripe, which must not hold a pooled connection open; its one write (the customer id, idempotent) commits alone',
     permission: 'project.update',
     params: IdParams,
     body: CheckoutBody,
@@ -145,6 +146,7 @@ export function billingRoutes(routes: Routes, deps: ApiDeps): void {
     description: `Payment methods, invoices, plan changes and cancellation happen there; changes come back through the webhook. ${DISABLED}`,
     tags: TAGS,
     auth: 'session',
+    ownTransactions: 'Calls Stripe, which must not hold a pooled connection open; its one write (the customer id, idempotent) commits alone',
     permission: 'project.update',
     params: IdParams,
     responses: { 200: { description: 'The session', schema: PortalSchema }, ...errorResponses(401, 403, 404, 409, 503) },

@@ -40,6 +40,7 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
       'verified it.',
     tags: ['Domains'],
     auth: 'secret',
+    ownTransactions: 'Stores and starts its workflow as one unit (persistThenStart): the row commits before the start',
     body: CreateDomainBody,
     responses: { 201: { description: 'The domain (PENDING) and its records', schema: DomainSchema }, ...errorResponses(400, 401, 409, 422, 503) },
     handler: async ({ ctx, body, principal }) => {
@@ -73,6 +74,7 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     description: 'Mail can no longer be sent from it, and its verification workflow ends.',
     tags: ['Domains'],
     auth: 'secret',
+    ownTransactions: 'Deletes the domain, then ends its verification workflow: the workflow must find the row gone',
     params: IdParams,
     responses: { 204: { description: 'Removed' }, ...errorResponses(401, 404, 422) },
     handler: async ({ ctx, params, principal }) => {

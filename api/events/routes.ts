@@ -23,6 +23,7 @@ export function eventRoutes(routes: Routes, deps: ApiDeps): void {
     description: 'Session auth; the project is named in the body and the user must be a member of it.',
     tags: TAGS,
     auth: 'session',
+    ownTransactions: 'Batched: requests share an intake round (domain/contacts/contact-intake.ts), committed per round',
     permission: 'events.track',
     body: DashboardTrackBody,
     responses: { 200: { description: 'Recorded', schema: TrackResponse }, ...errorResponses(401, 402, 404, 422) },

@@ -74,16 +74,20 @@ export function projectRoutes(routes: Routes, deps: ApiDeps): void {
       202: { description: 'An invitation email is on its way', schema: InviteResultSchema },
       ...errorResponses(409, 503),
     },
-    handler: async ({ ctx, params, body, userId, member }) => {
+    handler: async ({ ctx, params, body, userId, member, afterCommit }) => {
       const { project, role } = await member(params.id);
       const result = await inviteMember(ctx.state.em, project.id, { userId, role }, body);
       if (result.status === 'ADDED') return { status: 201, body: { status: result.status, member: presentMember(result.member) } };
-      try {
-        await deps.temporal.startInvitationEmail({ projectId: project.id, invitationId: result.invitation.id, requestId: ctx.state.requestId });
-      } catch (err) {
-        ctx.state.log.error({ err }, 'invitation email not started');
-        throw serviceUnavailable('The invitation is saved, but its email could not be queued; invite the address again to send it');
-      }
+      // Once the invitation is committed: the email's activity reads it.
+      const { invitation } = result;
+      afterCommit(async () => {
+        try {
+          await deps.temporal.startInvitationEmail({ projectId: project.id, invitationId: invitation.id, requestId: ctx.state.requestId });
+        } catch (err) {
+          ctx.state.log.error({ err }, 'invitation email not started');
+          throw serviceUnavailable('The invitation is saved, but its email could not be queued; invite the address again to send it');
+        }
+      });
       return { status: 202, body: { status: result.status, invitation: presentInvitation(result.invitation) } };
     },
   });

@@ -170,6 +170,7 @@ export function segmentRoutes(routes: Routes, deps: ApiDeps): void {
       "Tracked dynamic segments are also recomputed on a schedule (the project's settings.segmentRecomputeMinutes, hourly by default).",
     tags: TAGS,
     auth: 'secret',
+    ownTransactions: "Starts the compute's workflow, then records its run beside the run's own end (segment-compute.ts): each write commits alone",
     params: SegmentIdParams,
     responses: { 202: { description: 'The compute (started, or the one running)', schema: SegmentComputeSchema }, ...errorResponses(401, 404, 422, 503) },
     handler: async ({ ctx, params, principal }) => {

@@ -39,6 +39,7 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
     ].join(''),
     tags: ['Public API'],
     auth: 'secret',
+    ownTransactions: 'Batched: accepted emails share an intake round (domain/emails/email-intake.ts) that stores and starts them as one unit',
     body: SendBody,
     bodyLimit: deps.config.limits.sendBody,
     responses: { 200: { description: 'Accepted for delivery', schema: SendResponse }, ...errorResponses(400, 401, 402, 403, 404, 409, 413, 422, 503) },

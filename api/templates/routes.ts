@@ -80,9 +80,9 @@ export function templateRoutes(routes: Routes, deps: ApiDeps): void {
     body: UpdateTemplateBody,
     bodyLimit: TEMPLATE_BODY_LIMIT,
     responses: { 200: { description: 'Updated template', schema: TemplateSchema }, ...errorResponses(401, 403, 404, 413, 422) },
-    handler: async ({ ctx, params, body, principal }) => {
+    handler: async ({ ctx, params, body, principal, afterCommit }) => {
       const template = await updateTemplate(ctx.state.em, principal.projectId, params.id, body);
-      forgetCached(principal.projectId);
+      afterCommit(() => forgetCached(principal.projectId));
       return { body: presentTemplate(template) };
     },
   });
@@ -96,9 +96,9 @@ export function templateRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'secret',
     params: TemplateIdParams,
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 404, 409, 422) },
-    handler: async ({ ctx, params, principal }) => {
+    handler: async ({ ctx, params, principal, afterCommit }) => {
       await deleteTemplate(ctx.state.em, principal.projectId, params.id);
-      forgetCached(principal.projectId);
+      afterCommit(() => forgetCached(principal.projectId));
       return {};
     },
   });

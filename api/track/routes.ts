@@ -15,6 +15,7 @@ export function trackRoutes(routes: Routes, deps: ApiDeps): void {
       'Tracking the same event again records a new event (no idempotency). Reserved names are refused with the field error code `reserved_event`. Past the project\'s events cap (or its contacts cap, for a new address): 402 `BILLING_LIMIT_EXCEEDED`.',
     tags: ['Public API'],
     auth: 'public',
+    ownTransactions: 'Batched: requests share an intake round (domain/contacts/contact-intake.ts), committed per round',
     body: TrackBody,
     responses: { 200: { description: 'Recorded', schema: TrackResponse }, ...errorResponses(400, 401, 402, 403, 413, 422) },
     handler: async ({ ctx, body, principal }) => {

@@ -122,6 +122,7 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
       'a chunk at a time. Watch it with `GET .../resets`. 409 `RESET_RUNNING` while one runs.',
     tags: ['Dashboard'],
     auth: 'session',
+    ownTransactions: 'Stores and starts its workflow as one unit (persistThenStart): the row commits before the start',
     permission: 'project.reset',
     params: IdParams,
     body: z.object({ confirm: z.string().max(200).meta({ description: "The project's name, exactly." }) }),
@@ -158,11 +159,11 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     permission: 'project.rotateKeys',
     params: IdParams,
     responses: { 200: { description: 'The new keys', schema: KeysSchema }, ...errorResponses(401, 403, 404) },
-    handler: async ({ ctx, params, member }) => {
+    handler: async ({ ctx, params, member, afterCommit }) => {
       const { project } = await member(params.id);
       const keys = await rotateKeys(ctx.state.em, project);
-      // The old keys stop working at once: this process forgets them now (others on the change feed's notification).
-      deps.caches.keys?.forgetProject(project.id);
+      // The old keys stop working at once: once committed, this process forgets them (others on the change feed's notification).
+      afterCommit(() => deps.caches.keys?.forgetProject(project.id));
       return { body: presentKeys(keys) };
     },
   });

@@ -1,4 +1,4 @@
-import type { EventConsumer } from '../events/event-consumer';
+import { TALLY_BATCH, type EventConsumer } from '../events/event-consumer';
 import { statement } from '../db/sql';
 import { engagementOutcome } from '../events/engagement';
 
@@ -45,15 +45,46 @@ const CONTACT_LAST_EVENT_FORWARD = statement(
 );
 
 /**
+ * Folds a batch of tallies (counts recorded without an event each: a campaign's sends; what `DELETE /events/:name`
+ * takes back) into their rollups and removes them, in one statement. A tally of a project deleted since is dropped
+ * with it; one that takes back from an hour the rollup does not hold changes nothing.
+ */
+const TALLIES_TAKE = statement(
+  'analytics_tallies_take',
+  `with taken as (
+    delete from event_tallies where seq in (select seq from event_tallies order by seq limit $1 for update skip locked)
+    returning project_id, rollup, key, hour, count
+  ),
+  summed as (select project_id, rollup, key, hour, sum(count)::bigint as count from taken group by project_id, rollup, key, hour),
+  metrics as (
+    insert into analytics_hourly (project_id, metric, hour, count)
+    select s.project_id, s.key, s.hour, s.count from summed s
+    where s.rollup = 'analytics_hourly' and exists (select 1 from projects p where p.id = s.project_id)
+    order by s.project_id, s.key, s.hour
+    on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count
+  ),
+  names as (
+    update event_name_hourly h set count = h.count + s.count from summed s
+    where s.rollup = 'event_name_hourly' and h.project_id = s.project_id and h.name = s.key and h.hour = s.hour
+  )
+  select (select count(*) from taken)::int as taken`,
+);
+
+/**
  * The `analytics` consumer: counts each event into the hourly rollups, in the dispatcher's transaction (a
  * transactional consumer), so an event is counted exactly once however often it is delivered: the counts commit with
  * the outbox rows' removal, or not at all. Email metrics from the service events (a transient bounce report is not a
- * bounce: the provider retries), tracked events per name. One upsert per table per call, over arrays.
+ * bounce: the provider retries), tracked events per name. One upsert per table per call, over arrays. It is also the
+ * one taker of tallies (`event_tallies`), the same way: the rollups have no other writer.
  */
 export const analyticsConsumer: EventConsumer = {
   name: 'analytics',
   transactional: true,
   timeoutMs: 30_000,
+  async takeTallies(tx) {
+    const rows = await tx.query<{ taken: number }>(TALLIES_TAKE, [TALLY_BATCH]);
+    return rows[0]?.taken ?? 0;
+  },
   async handle(events, { tx }) {
     if (!tx) throw new Error('the analytics consumer runs in the dispatcher transaction');
     const metrics = new Map<string, number>();

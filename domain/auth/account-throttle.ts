@@ -20,6 +20,9 @@ export type ThrottleDecision = { allowed: true } | { allowed: false; retryAfterS
  * but counted exactly instead of batched: these requests are few, and a guesser must not get each process's
  * allowance for free. A request is counted first and refused, its count taken back, when that puts any of its
  * budgets over the limit, so concurrent attempts cannot overshoot, and refused requests are not counted.
+ *
+ * Counts commit on their own, outside the request's transaction: a failed login is exactly the request that rolls
+ * back, and its count must stay (and the counter's row lock must not wait for a slow password check to end).
  */
 export class AccountThrottle {
   private lastCleanupMs = 0;
@@ -36,7 +39,8 @@ export class AccountThrottle {
   }
 
   /** Counts one request against every rule, or refuses it with the seconds until all of them have room again. */
-  async hit(em: EntityManager, rules: ThrottleRule[], now = Date.now()): Promise<ThrottleDecision> {
+  async hit(requestEm: EntityManager, rules: ThrottleRule[], now = Date.now()): Promise<ThrottleDecision> {
+    const em = ownCommits(requestEm);
     await this.cleanup(em, now);
     const window = windowIndex(now, this.windowMs);
     const rows = await sql(em).query<{ i: number; count: number; previous: number }>(
@@ -64,8 +68,8 @@ export class AccountThrottle {
   }
 
   /** Takes back one request that `hit` counted (a login that succeeded is no failure). */
-  async forgive(em: EntityManager, rules: ThrottleRule[], now = Date.now()): Promise<void> {
-    await sql(em).run(`update login_throttle_windows set count = count - 1 where key = any($1::text[]) and window_start = $2::timestamptz and count > 0`, [
+  async forgive(requestEm: EntityManager, rules: ThrottleRule[], now = Date.now()): Promise<void> {
+    await sql(ownCommits(requestEm)).run(`update login_throttle_windows set count = count - 1 where key = any($1::text[]) and window_start = $2::timestamptz and count > 0`, [
       this.hashes(rules),
       this.windowStart(windowIndex(now, this.windowMs)),
     ]);
@@ -80,4 +84,9 @@ export class AccountThrottle {
     this.lastCleanupMs = now;
     await sql(em).run(`delete from login_throttle_windows where window_start < $1::timestamptz`, [new Date(now - Math.max(2 * this.windowMs, RETENTION_MS)).toISOString()]);
   }
+}
+
+/** An EntityManager whose statements autocommit on a pooled connection, whatever transaction `em` is in. */
+function ownCommits(em: EntityManager): EntityManager {
+  return em.isInTransaction() ? em.fork() : em;
 }

@@ -102,6 +102,8 @@ export interface TransactionOptions {
   synchronousCommit?: boolean;
 }
 
+let savepoints = 0;
+
 export class Sql {
   private constructor(private readonly target: Target) {}
 
@@ -148,6 +150,25 @@ export class Sql {
         throw err;
       }
     });
+  }
+
+  /**
+   * Runs `fn` so that its failure undoes only its own statements: inside a transaction, under a savepoint (a statement
+   * that fails aborts the whole transaction otherwise, so a caller that catches a unique violation and tries again
+   * needs one); outside, `fn` as it is.
+   */
+  async savepoint<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.inTransaction) return fn();
+    const name = `mw_savepoint_${++savepoints}`;
+    await this.run(`savepoint ${name}`);
+    try {
+      const result = await fn();
+      await this.run(`release savepoint ${name}`);
+      return result;
+    } catch (err) {
+      await this.run(`rollback to savepoint ${name}`);
+      throw err;
+    }
   }
 
   /** Runs `fn` with one connection held (session settings, advisory locks); released afterwards. */

@@ -57,11 +57,21 @@ export interface EventConsumer {
    * exactly once (analytics rollups). It must do all its work through `ctx.tx`, and quickly: it holds the round.
    */
   readonly transactional?: boolean;
+  /**
+   * Takes a batch of tallies (`event_tallies`: counts recorded without an event each, such as a campaign's sends) in
+   * `tx`, a transaction of the dispatcher's own: what it applies commits with their removal. Returns how many it took
+   * (the dispatcher asks again while a batch of TALLY_BATCH comes back full). One registered consumer at most takes
+   * tallies.
+   */
+  readonly takeTallies?: (tx: Sql) => Promise<number>;
   /** Overrides of the dispatcher's retry policy. */
   readonly retry?: Partial<RetryPolicy>;
   /** A call that takes longer counts as failed (default 60 s); the dispatcher holds the contacts' shards meanwhile. */
   readonly timeoutMs?: number;
 }
+
+/** Tallies a consumer takes per call (`takeTallies`). */
+export const TALLY_BATCH = 1000;
 
 const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,99}$/;
 

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Client, Pool } from 'pg';
-import { onConnection, sql, statement, type Sql } from '../db/sql';
+import { onConnection, sql, statement, transaction, type Sql } from '../db/sql';
 import { logger } from '../logger';
 import { outboxLag } from '../metrics';
-import type { EventConsumer, OutboxEvent, RetryPolicy } from './event-consumer';
+import { TALLY_BATCH, type EventConsumer, type OutboxEvent, type RetryPolicy } from './event-consumer';
 
 /** Contacts are spread over this many queues per consumer (the trigger in migration 20261123100000 says 64 too). */
 const OUTBOX_SHARDS = 64;
@@ -266,10 +266,29 @@ export class EventDispatcher {
     });
   }
 
-  /** Hands over everything due now, every consumer in parallel; returns how many events were handed over. */
+  /**
+   * Hands over everything due now, every consumer in parallel, and the tallies to the consumer that takes them;
+   * returns how many events were handed over.
+   */
   async drain(): Promise<number> {
-    const counts = await Promise.all(this.consumers.map((c) => this.drainConsumer(c)));
+    const taker = this.consumers.find((c) => c.takeTallies);
+    const [counts] = await Promise.all([Promise.all(this.consumers.map((c) => this.drainConsumer(c))), taker ? this.drainTallies(taker) : 0]);
     return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * Tallies, batch after batch while they come back full. Each batch is its own transaction (without waiting for the
+   * WAL flush: a batch lost in a crash is taken again, its removal lost with its counts); tallies are not per contact,
+   * so any number of dispatchers take disjoint batches (the taker skips locked rows).
+   */
+  private async drainTallies(taker: EventConsumer): Promise<number> {
+    let total = 0;
+    while (!this.stopped) {
+      const n = await transaction(this.pool, (tx) => taker.takeTallies!(tx), { synchronousCommit: false });
+      total += n;
+      if (n < TALLY_BATCH) break;
+    }
+    return total;
   }
 
   private async drainConsumer(consumer: EventConsumer): Promise<number> {

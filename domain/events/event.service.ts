@@ -119,10 +119,10 @@ export async function eventNames(
 
 /** Deletes every event with this name in the project; returns how many. */
 export async function deleteEventsByName(em: EntityManager, projectId: string, name: string): Promise<number> {
-  // The rollup loses what it had counted of them: the events the `analytics` consumer has taken (no outbox row left);
-  // those still waiting are dropped by the dispatcher without a count once they are gone. (An event the consumer is
-  // counting at this very moment, in a round not yet committed, stays counted.) A contact's latest-event time is not
-  // moved back.
+  // The rollup loses what it had counted of them: the events the `analytics` consumer has taken (no outbox row left),
+  // taken back by a negative tally the consumer applies (the rollups have no other writer); those still waiting are
+  // dropped by the dispatcher without a count once they are gone. (An event the consumer is counting at this very
+  // moment, in a round not yet committed, stays counted.) A contact's latest-event time is not moved back.
   const row = await sql(em).one<{ n: string }>(
     `with gone as (delete from events where project_id = $1 and name = $2 returning id, created_at),
      counted as (
@@ -130,7 +130,8 @@ export async function deleteEventsByName(em: EntityManager, projectId: string, n
        where not exists (select 1 from event_outbox o where o.consumer = 'analytics' and o.event_id = g.id) group by 1
      ),
      fix as (
-       update event_name_hourly h set count = h.count - c.n from counted c where h.project_id = $1 and h.name = $2 and h.hour = c.hour
+       insert into event_tallies (project_id, rollup, key, hour, count)
+       select $1, 'event_name_hourly', $2, c.hour, -c.n from counted c
      )
      select count(*) as n from gone`,
     [projectId, name],

@@ -140,7 +140,7 @@ export async function deleteResetChunk(em: EntityManager, storage: UploadStorage
     n = await deleteProjectUploads(em, storage, input.projectId);
   } else if (input.kind === 'rollups') {
     n = 0;
-    for (const table of ['analytics_hourly', 'event_name_hourly', 'contact_last_event_hourly']) {
+    for (const table of ['event_tallies', 'analytics_hourly', 'event_name_hourly', 'contact_last_event_hourly']) {
       const r = await sql(em).one<{ n: string }>(`with gone as (delete from ${table} where project_id = $1 returning 1) select count(*) as n from gone`, [input.projectId]);
       n += Number(r!.n);
     }

@@ -89,10 +89,11 @@ export async function createSegment(em: EntityManager, projectId: string, input:
     let slug = base;
     for (let n = 2; used.has(slug); n++) slug = `${base}-${n}`;
     try {
-      await sql(em).query(
+      // Under a savepoint: the request's transaction lives on when the slug was taken meanwhile and this tries again.
+      await sql(em).savepoint(() => sql(em).query(
         `insert into segments (id, project_id, name, slug, description, type, condition, track_membership) values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
         [id, projectId, input.name, slug, input.description ?? null, input.type, input.condition ? JSON.stringify(input.condition) : null, input.trackMembership ?? false],
-      );
+      ));
       break;
     } catch (err) {
       if (!(err instanceof UniqueConstraintViolationException) || attempt >= 4) throw err;

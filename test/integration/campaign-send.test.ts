@@ -328,6 +328,18 @@ describe('campaign send', () => {
     expect(await receivedCounts(emails)).toEqual(emails.map((_, i) => (i === 11 ? 0 : 1)));
     const stats = await call('GET', `/campaigns/${created.body.id}/stats`);
     expect(stats.body).toMatchObject({ audience: 11, sent: 11, failed: 0, skipped: 0 });
+    // The sends reach the analytics rollup as tallies through the outbox (no email.sent event per message): counted
+    // once, and no tally left behind.
+    const rollup = async () =>
+      (await db().query<{ sent: number; left: number }>(
+        `select (select coalesce(sum(count), 0)::int from analytics_hourly where project_id = $1 and metric = 'sent') as sent,
+                (select count(*)::int from event_tallies where project_id = $1) as left`,
+        [own.projectId],
+      )).rows[0]!;
+    const until = Date.now() + 15_000;
+    while (JSON.stringify(await rollup()) !== JSON.stringify({ sent: 11, left: 0 }) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(await rollup()).toEqual({ sent: 11, left: 0 });
+    expect((await db().query(`select count(*)::int as n from events where project_id = $1 and name = 'email.sent'`, [own.projectId])).rows[0].n).toBe(0);
     expect((await call('POST', `/campaigns/${created.body.id}/pause`)).body.error.code).toBe('CAMPAIGN_STATE');
     expect((await call('DELETE', `/campaigns/${created.body.id}`)).status).toBe(204);
   });

@@ -92,8 +92,25 @@ describe('events', () => {
   test('DELETE /events/:eventName deletes that name only; service names are refused', async () => {
     const other = await createTestProject();
     await api('POST', '/v1/track', { key: other.publicKey, body: { email: email(), event: 'viewed_pricing' } });
+    // The rollup per name counts them (the analytics consumer), and takes them back after the delete (a negative
+    // tally through the outbox, the rollup's one writer).
+    const counted = async (projectId: string) =>
+      (await db().query(`select coalesce(sum(count), 0)::int as n from event_name_hourly where project_id = $1 and name = 'viewed_pricing'`, [projectId])).rows[0].n;
+    const settle = async (projectId: string, n: number) => {
+      for (const until = Date.now() + 15_000; (await counted(projectId)) !== n && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+      expect(await counted(projectId)).toBe(n);
+    };
+    const pending = async () =>
+      (await db().query(`select count(*)::int as n from event_outbox o join events e on e.id = o.event_id where o.consumer = 'analytics' and e.project_id = $1`, [p.projectId])).rows[0].n;
+    for (const until = Date.now() + 15_000; (await pending()) > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 100));
+    expect(await pending()).toBe(0);
+    // The rollup is history (an event deleted with its contact stays counted): what it holds now loses these 3.
+    const before = await counted(p.projectId);
+    expect(before).toBeGreaterThanOrEqual(3);
     const res = await api('DELETE', '/events/viewed_pricing', { key: p.secretKey });
     expect(res.body).toEqual({ event: 'viewed_pricing', deleted: 3 });
+    await settle(p.projectId, before - 3);
+    await settle(other.projectId, 1);
     expect((await get('/events')).body.total).toBe(2);
     expect((await db().query(`select count(*)::int as n from events where project_id = $1`, [other.projectId])).rows[0].n).toBe(1);
     const reserved = await api('DELETE', '/events/email.sent', { key: p.secretKey });

@@ -1,9 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { buildRoutes } from '../../api/app';
+import type { ApiDeps } from '../../api/context';
+import { loadConfig } from '../../domain/config';
 
 /**
  * The data-access rules of README › Architecture › Data access, kept by reading the source: raw SQL runs only through
- * domain/db/sql.ts (one helper, `$n` placeholders), and `events` is inserted only by the event writer.
+ * domain/db/sql.ts (one helper, `$n` placeholders), `events` is inserted only by the event writer, and a write route
+ * runs in one transaction unless it is one of the reviewed routes that keep their own units of work.
  */
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -51,5 +55,52 @@ describe('data access', () => {
   test('`events` is inserted only by the event writer', () => {
     const writer = path.join('domain', 'events', 'event-writer.ts');
     expect(hits(files, /insert\s+into\s+events\b/i, (f) => f === writer)).toEqual([]);
+  });
+
+  test('the rollups are written only by the analytics consumer (campaign sends reach them as tallies through the outbox)', () => {
+    const consumer = path.join('domain', 'analytics', 'analytics-consumer.ts');
+    expect(hits(files, /(insert\s+into|update)\s+(analytics_hourly|event_name_hourly|contact_last_event)\b/i, (f) => f === consumer)).toEqual([]);
+  });
+});
+
+describe('request transactions', () => {
+  const routes = buildRoutes({ config: loadConfig({ DATABASE_URL: 'postgres://unused/routes', NODE_ENV: 'test' }) } as ApiDeps);
+
+  test('every write route runs in one transaction, except the reviewed ones, each of which says why', () => {
+    const writes = routes.defs.filter((d) => d.method !== 'get');
+    const own = writes.filter((d) => !d.transactional);
+    for (const d of own) expect(d.ownTransactions).toMatch(/\w{3,}.*\w{3,}/);
+    // A new exception is a decision for review: add it here with its reason in the route's `ownTransactions`.
+    expect(own.map((d) => `${d.method.toUpperCase()} ${d.path}`).sort()).toEqual(
+      [
+        'POST /v1/send',
+        'POST /v1/track',
+        'POST /events/track',
+        'PUT /campaigns/:id',
+        'PATCH /campaigns/:id',
+        'POST /campaigns/:id/send',
+        'POST /campaigns/:id/pause',
+        'POST /campaigns/:id/resume',
+        'POST /campaigns/:id/cancel',
+        'POST /campaigns/:id/test',
+        'POST /workflows/:id/executions',
+        'POST /workflows/:id/executions/cancel-all',
+        'DELETE /workflows/:id/executions/:executionId',
+        'POST /contacts/import',
+        'POST /contacts/import/:jobId/cancel',
+        'POST /contacts/bulk-subscribe',
+        'POST /contacts/bulk-unsubscribe',
+        'POST /contacts/bulk-delete',
+        'POST /contacts/bulk/:jobId/cancel',
+        'POST /domains',
+        'DELETE /domains/:id',
+        'POST /users/@me/projects/:id/reset',
+        'POST /segments/:id/compute',
+        'POST /users/@me/projects/:id/checkout',
+        'POST /users/@me/projects/:id/billing-portal',
+      ].sort(),
+    );
+    expect(writes.filter((d) => d.transactional).length).toBeGreaterThan(40);
+    expect(routes.defs.filter((d) => d.method === 'get' && d.transactional)).toEqual([]);
   });
 });

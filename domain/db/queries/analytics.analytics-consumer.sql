@@ -5,6 +5,25 @@ insert into analytics_hourly (project_id, metric, hour, count)
 select * from unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::bigint[])
 on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count;
 
+-- analytics_tallies_take
+with taken as (
+  delete from event_tallies where seq in (select seq from event_tallies order by seq limit $1 for update skip locked)
+  returning project_id, rollup, key, hour, count
+),
+summed as (select project_id, rollup, key, hour, sum(count)::bigint as count from taken group by project_id, rollup, key, hour),
+metrics as (
+  insert into analytics_hourly (project_id, metric, hour, count)
+  select s.project_id, s.key, s.hour, s.count from summed s
+  where s.rollup = 'analytics_hourly' and exists (select 1 from projects p where p.id = s.project_id)
+  order by s.project_id, s.key, s.hour
+  on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count
+),
+names as (
+  update event_name_hourly h set count = h.count + s.count from summed s
+  where s.rollup = 'event_name_hourly' and h.project_id = s.project_id and h.name = s.key and h.hour = s.hour
+)
+select (select count(*) from taken)::int as taken;
+
 -- contact_last_event_forward
 insert into contact_last_event (contact_id, project_id, at)
 select t.contact_id, t.project_id, t.at from unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) as t(contact_id, project_id, at)

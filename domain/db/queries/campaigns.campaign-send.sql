@@ -55,11 +55,11 @@ upd as (
 ),
 n as (select count(*)::int as n from upd),
 st as (update campaign_stats set sent = sent + n.n, updated_at = now() from n where campaign_id = $5 and n.n > 0),
--- Campaign messages emit no email.sent events: their sends count into the analytics rollup here.
-ah as (
-  insert into analytics_hourly (project_id, metric, hour, count)
-  select c.project_id, 'sent', date_trunc('hour', now(), 'UTC'), n.n from n, campaigns c where c.id = $5 and n.n > 0
-  on conflict (project_id, metric, hour) do update set count = analytics_hourly.count + excluded.count
+-- Campaign messages record no email.sent event each: the batch's sends go to the analytics rollup as one tally
+-- (the outbox's count-carrying entry, taken by the analytics consumer).
+tally as (
+  insert into event_tallies (project_id, rollup, key, hour, count)
+  select c.project_id, 'analytics_hourly', 'sent', date_trunc('hour', now(), 'UTC'), n.n from n, campaigns c where c.id = $5 and n.n > 0
 )
 select n from n;
 
