@@ -67,9 +67,13 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     params: IdParams,
     body: UpdateProjectBody,
     responses: { 200: { description: 'Updated project', schema: ProjectSchema }, ...errorResponses(401, 403, 404, 422) },
-    handler: async ({ ctx, params, body, member }) => {
+    handler: async ({ ctx, params, body, member, afterCommit }) => {
       const { project, role } = await member(params.id);
-      return { body: presentProject(await updateProject(ctx.state.em, project, body), role) };
+      const updated = await updateProject(ctx.state.em, project, body);
+      // The keys' cached principal carries the settings: once committed, this process reads them afresh (others on
+      // the change feed's notification).
+      afterCommit(() => deps.caches.keys?.forgetProject(project.id));
+      return { body: presentProject(updated, role) };
     },
   });
 
@@ -82,11 +86,13 @@ export function userRoutes(routes: Routes, deps: ApiDeps): void {
     permission: 'project.delete',
     params: IdParams,
     responses: { 204: { description: 'Deleted' }, ...errorResponses(401, 403, 404) },
-    handler: async ({ ctx, params, member }) => {
+    handler: async ({ ctx, params, member, afterCommit }) => {
       const { project } = await member(params.id);
       // Uploads first: their rows would go with the project (cascade), leaving their bytes in storage.
       await deleteProjectUploads(ctx.state.em, uploadStorageFor(deps.config.uploads), project.id);
       await deleteProject(ctx.state.em, project);
+      // Its keys stop working at once in this process (others on the change feed's notification).
+      afterCommit(() => deps.caches.keys?.forgetProject(project.id));
       return {};
     },
   });
