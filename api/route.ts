@@ -181,12 +181,16 @@ export class Routes {
         const query = parse(def.query, ctx.query, ['query']);
         const params = parse(def.params, ctx.params, ['params']);
         const variant = variants ? requestedVariant(ctx) : 'current';
-        // The auth middleware above set what this route's mode promises.
-        const member = await memberCheck(ctx, def, params, body);
-        const caller = { principal: ctx.state.principal, userId: ctx.state.userId, member } as unknown as Caller<A>;
         const hooks: Array<() => Promise<unknown> | void> = [];
         const afterCommit = (fn: () => Promise<unknown> | void) => void hooks.push(fn);
-        const run = () => def.handler({ ctx, body, query, params, afterCommit, ...caller } as HandlerInput<B, Q, P, A>);
+        // The membership check runs in the request's transaction too, so the project it loads is the transaction's
+        // entity (the handler may change or remove it).
+        const run = async () => {
+          // The auth middleware above set what this route's mode promises.
+          const member = await memberCheck(ctx, def, params, body);
+          const caller = { principal: ctx.state.principal, userId: ctx.state.userId, member } as unknown as Caller<A>;
+          return def.handler({ ctx, body, query, params, afterCommit, ...caller } as HandlerInput<B, Q, P, A>);
+        };
         const result = transactional ? await inRequestTransaction(ctx, run) : await run();
         for (const hook of hooks) await hook();
         ctx.status = result.status ?? (result.body === undefined ? 204 : 200);
@@ -437,8 +441,8 @@ function isWrite(method: RouteDef<unknown, unknown, unknown>['method']): boolean
 }
 
 /**
- * Runs the handler in one transaction on the request's EntityManager, which `ctx.state.em` is for the handler's
- * duration (the membership check before it ran outside). The ORM flushes the transaction's EntityManager before it
+ * Runs the handler (and the membership check before it) in one transaction on the request's EntityManager, which
+ * `ctx.state.em` is for their duration. The ORM flushes the transaction's EntityManager before it
  * commits; a thrown error rolls everything back and then reaches the error handler as it would have.
  */
 async function inRequestTransaction<T>(ctx: AppContext, run: () => Promise<T>): Promise<T> {

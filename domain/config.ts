@@ -122,6 +122,16 @@ const schema = z
     DOMAIN_CHECK_INTERVAL: duration(1_000).default(5 * 60_000),
     DOMAIN_RECHECK_INTERVAL: duration(1_000).default(6 * 3_600_000),
     DOMAIN_DEMOTE_AFTER: duration(0).default(72 * 3_600_000),
+    INBOUND_SMTP_HOST: z.string().default('127.0.0.1'),
+    INBOUND_SMTP_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
+    INBOUND_MX_HOST: spfInclude.default('mx.mailwright.local'),
+    RETURN_PATH_LABEL: z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i, 'must be one DNS label').default('bounces'),
+    INBOUND_MAX_MESSAGE_SIZE: byteSize.default(10 * 1024 * 1024),
+    INBOUND_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(100),
+    INBOUND_RATE_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(1200),
+    INBOUND_TLS_CERT: z.string().optional(),
+    INBOUND_TLS_KEY: z.string().optional(),
+    INBOUND_RETENTION: duration(60_000).default(30 * 24 * 3_600_000),
     SNS_TOPIC_ARNS: z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)).default([]),
     SNS_CERT_URL_PATTERN: z
       .string()
@@ -180,12 +190,17 @@ const schema = z
     REPUTATION_MIN_SENT: z.coerce.number().int().min(1).max(100_000_000).default(100),
     REPUTATION_WINDOW: duration(3_600_000).default(7 * 86_400_000),
     REPUTATION_CHECK_INTERVAL: duration(1_000).default(15 * 60_000),
+    // The suppression list (README › Suppression list): transient bounces of different emails within the window that
+    // suppress an address; 0 turns that off (hard bounces and complaints still suppress).
+    SUPPRESS_SOFT_BOUNCES: z.coerce.number().int().min(0).max(1000).default(3),
+    SUPPRESS_SOFT_BOUNCE_WINDOW_DAYS: z.coerce.number().int().min(1).max(365).default(7),
     // Metrics and health (README › Metrics and health). Empty (`${METRICS_TOKEN:-}` in a compose file) is unset, and an
     // empty WORKER_METRICS_PORT is off.
     METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional()),
     METRICS_HOST: z.preprocess((v) => (v === '' ? undefined : v), z.string().default('127.0.0.1')),
     METRICS_TOKEN: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16).optional()),
     WORKER_METRICS_PORT: z.preprocess((v) => (v === '' ? '0' : v), z.coerce.number().int().min(0).max(65535).default(9464)),
+    INBOUND_METRICS_PORT: z.preprocess((v) => (v === '' ? '0' : v), z.coerce.number().int().min(0).max(65535).default(9465)),
     UPLOADS_MAX_SIZE: byteSize.refine((n) => n >= 1 && n <= 100 * 1024 ** 2, 'must be from 1 byte to 100mb').default(5 * 1024 ** 2),
     UPLOADS_DIR: optionalText(z.string()),
     S3_BUCKET: optionalText(z.string()),
@@ -290,6 +305,24 @@ function buildConfig(env: z.infer<typeof schema>) {
     appSecret: env.APP_SECRET ?? DEV_APP_SECRET,
     /** The mailto: of List-Unsubscribe: unset = unsubscribe@<sender domain>, an address, or `off` (https one-click only). */
     unsubscribeMailto: env.UNSUBSCRIBE_MAILTO,
+    /** The inbound SMTP server (api/inbound.ts) and the return path it receives for (README › Inbound mail). */
+    inbound: {
+      host: env.INBOUND_SMTP_HOST,
+      /** 0: any free port (tests). */
+      port: env.INBOUND_SMTP_PORT,
+      /** The host the bounce hosts' MX records name: where the world reaches this server. Also its greeting name. */
+      mxHost: env.INBOUND_MX_HOST.toLowerCase(),
+      /** The bounce host of a sender domain is `<label>.<domain>`. */
+      returnPathLabel: env.RETURN_PATH_LABEL.toLowerCase(),
+      maxMessageBytes: env.INBOUND_MAX_MESSAGE_SIZE,
+      maxConnections: env.INBOUND_MAX_CONNECTIONS,
+      /** Messages per client address per minute. */
+      ratePerMinute: env.INBOUND_RATE_PER_MINUTE,
+      /** STARTTLS is offered when both are set (PEM files). */
+      tls: env.INBOUND_TLS_CERT && env.INBOUND_TLS_KEY ? { certFile: env.INBOUND_TLS_CERT, keyFile: env.INBOUND_TLS_KEY } : undefined,
+      /** How long a processed message's bytes are kept (what processing found stays). */
+      retentionMs: env.INBOUND_RETENTION,
+    },
     domains: {
       /** Empty: the system resolver. */
       dnsServers: env.DNS_SERVERS ?? [],
@@ -357,6 +390,8 @@ function buildConfig(env: z.infer<typeof schema>) {
       /** How often the `reputation-check` schedule evaluates every sending project. */
       checkIntervalMs: env.REPUTATION_CHECK_INTERVAL,
     },
+    /** When transient bounces suppress an address (domain/suppressions): API (SES reports) and worker (mail reports). */
+    suppression: { softBounces: env.SUPPRESS_SOFT_BOUNCES, softBounceWindowDays: env.SUPPRESS_SOFT_BOUNCE_WINDOW_DAYS },
     /** Uploaded images (domain/uploads): their size cap, and where their bytes are stored. */
     uploads: {
       maxBytes: env.UPLOADS_MAX_SIZE,
@@ -393,6 +428,8 @@ function buildConfig(env: z.infer<typeof schema>) {
       unservedInProduction: env.NODE_ENV === 'production' && env.METRICS_PORT === undefined && env.METRICS_TOKEN === undefined,
       /** The worker's listener for GET /metrics and GET /health (WORKER_METRICS_PORT); undefined: off. */
       workerPort: env.WORKER_METRICS_PORT || undefined,
+      /** The inbound SMTP server's listener for GET /metrics and GET /health (INBOUND_METRICS_PORT); undefined: off. */
+      inboundPort: env.INBOUND_METRICS_PORT || undefined,
     },
     /** Dashboard accounts (domain/auth): account emails, their tokens' lifetimes, login throttling, OAuth providers. */
     accounts: {

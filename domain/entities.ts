@@ -14,7 +14,8 @@ import { ProcessedSnsMessage } from './webhooks/processed-sns-message.entity';
 import { RateLimitWindow } from './rate-limit/rate-limit-window.entity';
 import { Campaign, CampaignStats } from './campaigns/campaign.entity';
 import { CampaignEmailMark, CampaignEventReceipt } from './campaigns/campaign-stats.entity';
-import { OutboxConsumer, OutboxEntry, ProbeReceipt } from './events/outbox.entity';
+import { EventTally, OutboxConsumer, OutboxEntry, ProbeReceipt } from './events/outbox.entity';
+import { InboundMessage } from './inbound/inbound-message.entity';
 import { ProjectSuspension } from './reputation/reputation.entity';
 import { AnalyticsHourly, ContactLastEvent, ContactLastEventHourly, EventNameHourly } from './analytics/analytics.entity';
 import { Upload } from './uploads/upload.entity';
@@ -23,4 +24,4 @@ import { ProjectBilling } from './billing/billing.entity';
 import { Automation, AutomationExecution, AutomationExecutionStep, AutomationStep, AutomationTransition, AutomationVersion } from './automations/automation.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Invitation, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, ProjectSuspension, AccountToken, OAuthAccount, LoginThrottleWindow, ProjectBilling];
+export const entities = [User, Project, Membership, Invitation, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, EventTally, InboundMessage, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, ProjectSuspension, AccountToken, OAuthAccount, LoginThrottleWindow, ProjectBilling];

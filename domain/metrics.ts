@@ -61,11 +61,11 @@ export const workflowStarts = new Counter({
 /** Where an email was sent from: its delivery path. */
 export type EmailSource = 'transactional' | 'automation' | 'campaign';
 /** What an email's delivery attempt led to (the email's status after it, or `retry`/`skipped`). */
-export type EmailOutcomeStatus = 'sent' | 'bounced' | 'failed' | 'cancelled' | 'retry' | 'skipped';
+export type EmailOutcomeStatus = 'sent' | 'bounced' | 'failed' | 'cancelled' | 'suppressed' | 'retry' | 'skipped';
 
 export const emailOutcomes = new Counter({
   name: 'mailwright_emails_total',
-  help: 'Emails by the status a delivery attempt left them in (sent, bounced, failed, cancelled), or retry (transient failure) and skipped (already final), by source',
+  help: 'Emails by the status a delivery attempt left them in (sent, bounced, failed, cancelled, suppressed), or retry (transient failure) and skipped (already final), by source',
   labelNames: ['source', 'status'] as const,
   registers,
 });
@@ -75,6 +75,20 @@ export const smtpSendDuration = new Histogram({
   help: 'Duration of one SMTP send (DKIM signing and the SMTP transaction), by outcome (sent, rejected: a 5xx reply, error)',
   labelNames: ['outcome'] as const,
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers,
+});
+
+export const inboundMessages = new Counter({
+  name: 'mailwright_inbound_messages_total',
+  help: 'Inbound SMTP server: messages stored, duplicate (the same bytes again), too_large, rate_limited, store_failed; recipients refused (recipient_refused)',
+  labelNames: ['outcome'] as const,
+  registers,
+});
+
+export const inboundProcessed = new Counter({
+  name: 'mailwright_inbound_processed_total',
+  help: 'Inbound messages processed, by kind (bounce, complaint, unsubscribe, auto-reply, reply, unknown) and outcome (applied, unchanged, unmatched)',
+  labelNames: ['kind', 'outcome'] as const,
   registers,
 });
 

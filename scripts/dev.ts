@@ -43,7 +43,7 @@ async function main() {
   await orm.close();
 
   const env = { ...infra.env, PORT: String(port) };
-  for (const [name, entry] of [['api', 'api/server.ts'], ['worker', 'temporal/worker.ts']] as const) {
+  for (const [name, entry] of [['api', 'api/server.ts'], ['worker', 'temporal/worker.ts'], ['inbound', 'api/inbound.ts']] as const) {
     const child = startTsProcess(name, entry, env, { prefixOutput: true });
     void child.exited.then((code) => {
       if (!stopping) {
@@ -63,6 +63,7 @@ async function main() {
     `  API docs           ${api}/docs   (OpenAPI: ${api}/openapi.json)`,
     infra.urls.temporalUi ? `  Temporal Web UI    ${infra.urls.temporalUi}` : `  Temporal           ${infra.env.TEMPORAL_ADDRESS}`,
     infra.urls.mailbox ? `  Mailbox (MailDev)  ${infra.urls.mailbox}` : `  SMTP relay         ${infra.env.SMTP_URL}`,
+    `  Inbound SMTP       ${process.env.INBOUND_SMTP_HOST ?? '127.0.0.1'}:${process.env.INBOUND_SMTP_PORT ?? '2525'}   (bounces, reports, unsubscribes, replies)`,
     '',
     `  Dashboard login    ${seed.email}${seed.password ? ` / ${seed.password}` : ' (password printed on first start; `npm start -- --reset-keys` resets it)'}`,
   ];

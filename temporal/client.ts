@@ -164,6 +164,11 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     return this.startOnce('invitationEmail', workflowIds.invitationEmail(input.requestId), [{ invitationId: input.invitationId }], [{ key: SA.ProjectId, value: input.projectId }]);
   }
 
+  /** Processes a message the inbound SMTP server stored (`inbound-mail/<id>`); a repeated start is harmless. */
+  async startInboundMail(input: { inboundId: string }): Promise<string> {
+    return this.startOnce('inboundMail', workflowIds.inboundMail(input.inboundId), [input], []);
+  }
+
   /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */
   async startContactImport(input: { projectId: string; jobId: string }): Promise<string> {
     return this.startOnce('contactImport', workflowIds.contactImport(input.jobId), [{ projectId: input.projectId, jobId: input.jobId }], this.jobAttributes(input));

@@ -3,7 +3,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { startInfrastructure, startTsProcess, waitForHttp, waitForWorker } from '../scripts/services/stack';
-import { freePort, type ManagedProcess } from '../scripts/services/process';
+import { freePort, waitForPort, type ManagedProcess } from '../scripts/services/process';
 import type { TestStackEnv } from './stack-env';
 import { startSmtpCapture } from './support/smtp-capture';
 import { startDnsServer } from './support/dns-server';
@@ -33,7 +33,7 @@ export default async function globalSetup(): Promise<void> {
     { SMTP_URL: capture.smtpUrl },
   );
   // Chosen once the Temporal dev server has taken the free ports its internal services use.
-  const [apiPort, workerMetricsPort] = await Promise.all([freePort(), freePort()]);
+  const [apiPort, workerMetricsPort, inboundPort, inboundMetricsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const env = {
     ...infra.env,
     NODE_ENV: 'test',
@@ -79,10 +79,14 @@ export default async function globalSetup(): Promise<void> {
     UPLOADS_DIR: path.join(dataDir, 'uploads'),
     // The worker's GET /metrics and GET /health (metrics.test.ts); the API serves its own on PORT.
     WORKER_METRICS_PORT: String(workerMetricsPort),
+    // The inbound SMTP server (inbound-mail.test.ts delivers bounces, reports and replies to it over SMTP).
+    INBOUND_SMTP_PORT: String(inboundPort),
+    INBOUND_METRICS_PORT: String(inboundMetricsPort),
   };
   const startWorker = () => startTsProcess('worker', 'temporal/worker.ts', env, { logFile: path.join(dataDir, 'worker.log') });
   const startApi = () => startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log') });
-  const children: ManagedProcess[] = [startApi(), startWorker()];
+  const startInbound = () => startTsProcess('inbound', 'api/inbound.ts', env, { logFile: path.join(dataDir, 'inbound.log') });
+  const children: ManagedProcess[] = [startApi(), startWorker(), startInbound()];
   // Control for crash tests: `POST <workerControlUrl>/restart` kills the worker (SIGKILL, like a crash: no draining)
   // and starts a new one, answering once the new process is spawned; `POST <workerControlUrl>/restart-api` does the
   // same to the API and answers once the new one serves HTTP. Loopback only.
@@ -116,6 +120,7 @@ export default async function globalSetup(): Promise<void> {
   try {
     await waitForHttp(`http://127.0.0.1:${apiPort}`, 90_000);
     await waitForWorker(infra.env.TEMPORAL_ADDRESS!, 'mailwright', 120_000);
+    await waitForPort('127.0.0.1', inboundPort, 60_000, 'the inbound SMTP server');
   } catch (err) {
     log(`stack failed to start; logs in ${dataDir}`);
     await stop();
@@ -130,6 +135,8 @@ export default async function globalSetup(): Promise<void> {
     dnsControlUrl: dns.controlUrl,
     workerControlUrl: `http://127.0.0.1:${controlPort}`,
     workerMetricsUrl: `http://127.0.0.1:${workerMetricsPort}`,
+    inboundSmtpPort: inboundPort,
+    inboundMetricsUrl: `http://127.0.0.1:${inboundMetricsPort}`,
     dataDir,
   };
   process.env.MAILWRIGHT_TEST_STACK = JSON.stringify(stack);

@@ -14,6 +14,9 @@ export interface TestStackEnv {
   workerControlUrl: string;
   /** The worker's metrics listener (WORKER_METRICS_PORT): `GET /metrics`, `GET /health`. */
   workerMetricsUrl: string;
+  /** The inbound SMTP server (api/inbound.ts) on 127.0.0.1, and its metrics listener (INBOUND_METRICS_PORT). */
+  inboundSmtpPort: number;
+  inboundMetricsUrl: string;
   dataDir: string;
 }
 

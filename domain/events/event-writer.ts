@@ -8,11 +8,23 @@ import { statement, type Sql } from '../db/sql';
  * it for the registered consumers in the same transaction, and the worker's dispatcher hands it over after the commit.
  */
 
-/** Who reported a delivery outcome: the relay's own SMTP reply while sending, or a provider's report. */
-type ReportSource = 'smtp' | 'ses';
+/**
+ * Who reported a delivery outcome: the relay's own SMTP reply while sending, a provider's report (Amazon SES), or
+ * mail that came back to the inbound server: a delivery status notification (`dsn`, RFC 3464 or a mail system's
+ * text), a feedback report (`arf`, RFC 5965).
+ */
+type ReportSource = 'smtp' | 'ses' | 'dsn' | 'arf';
+
+/** What the inbound server adds to a report it took from mail (domain/inbound): the stored message it came in. */
+interface InboundReport {
+  /** The `inbound_messages` row (GET /inbound/:id shows it). */
+  inboundId?: string;
+  /** `rfc3464`: read from a delivery-status report; `heuristic`: inferred from a mail system's text. */
+  format?: 'rfc3464' | 'heuristic' | 'arf';
+}
 
 /** How a subscription changed: the API, a form or link, a job, or a report. */
-type SubscriptionVia = 'api' | 'send' | 'track' | 'import' | 'bulk' | 'unsubscribe_link' | 'complaint' | (string & {});
+type SubscriptionVia = 'api' | 'send' | 'track' | 'import' | 'bulk' | 'unsubscribe_link' | 'complaint' | 'email' | (string & {});
 
 /**
  * The payload of each event the service emits, one shape per name. Optional keys are left out when unknown (never
@@ -48,7 +60,7 @@ export interface SystemEventData {
     feedbackId?: string;
     timestamp?: string;
     sesMessageId?: string;
-  };
+  } & InboundReport;
   'email.complained': {
     source: ReportSource;
     complaintFeedbackType?: string;
@@ -58,7 +70,11 @@ export interface SystemEventData {
     feedbackId?: string;
     timestamp?: string;
     sesMessageId?: string;
-  };
+  } & InboundReport;
+  /** A person answered the email (the inbound server received the reply). */
+  'email.replied': { inboundId: string; from: string; subject: string; excerpt: string };
+  /** An automatic answer to the email (RFC 3834 responders, out-of-office): never a bounce. */
+  'email.auto_replied': { inboundId: string; from?: string; subject: string; reason: string };
   'email.failed': { reason: string };
   'email.open': Record<string, never>;
   'email.click': { url: string };

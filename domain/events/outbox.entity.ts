@@ -49,3 +49,22 @@ export const ProbeReceipt = defineEntity({
     deliveries: p.integer().default(1),
   },
 });
+
+/**
+ * Tallies (migration 20261127060000): counts the outbox carries without an event each (a campaign's sends, what
+ * DELETE /events/:name takes back), taken by the analytics consumer. `key` is the metric (analytics_hourly) or the
+ * event name (event_name_hourly).
+ */
+export const EventTally = defineEntity({
+  name: 'EventTally',
+  tableName: 'event_tallies',
+  properties: {
+    seq: p.bigint('number').primary().autoincrement(),
+    projectId: p.uuid(),
+    rollup: p.enum(['analytics_hourly', 'event_name_hourly']).columnType('varchar(40)'),
+    key: p.string().length(200),
+    hour: p.datetime(),
+    count: p.bigint('number'),
+    createdAt: p.datetime().defaultRaw('now()'),
+  },
+});

@@ -108,6 +108,11 @@ export async function updateProject(
   return project;
 }
 
+/**
+ * Deletes the project; its rows go with it through the foreign keys' ON DELETE CASCADE. One statement rather than
+ * `em.remove`: inside the request's transaction the ORM, holding the caller's membership (loaded with its project),
+ * removed the membership and kept the project.
+ */
 export async function deleteProject(em: EntityManager, project: Project): Promise<void> {
-  await em.remove(project).flush();
+  await sql(em).run('delete from projects where id = $1', [project.id]);
 }

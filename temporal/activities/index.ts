@@ -8,6 +8,7 @@ import { createAutomationActivities } from './automation.activities';
 import { createAccountActivities } from './account.activities';
 import { createProjectResetActivities } from './project-reset.activities';
 import { createReputationActivities } from './reputation.activities';
+import { createInboundActivities } from './inbound.activities';
 
 /** All activities, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAccountActivities(deps),
     ...createProjectResetActivities(deps),
     ...createReputationActivities(deps),
+    ...createInboundActivities(deps),
   };
 }
 

@@ -12,3 +12,4 @@ export { automationCancelAll } from './automation-cancel-all.workflow';
 export { accountEmail, invitationEmail } from './account-email.workflow';
 export { projectReset } from './project-reset.workflow';
 export { reputationCheck } from './reputation-check.workflow';
+export { inboundMail } from './inbound-mail.workflow';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Pool } from 'pg';
 import { startTemporalDevServer, type RunningTemporal } from '../../scripts/services/temporal-server';
-import { freePort, type ManagedProcess } from '../../scripts/services/process';
+import { freePort, waitForPort, type ManagedProcess } from '../../scripts/services/process';
 import { startTsProcess, waitForHttp, waitForWorker } from '../../scripts/services/stack';
 import type { TestStackEnv } from '../stack-env';
 
@@ -19,6 +19,8 @@ import type { TestStackEnv } from '../stack-env';
 export class OwnStack {
   api?: ManagedProcess;
   worker?: ManagedProcess;
+  /** The inbound SMTP server, started only by `startInbound()` (tests of mail that comes back). */
+  inbound?: ManagedProcess;
   private postgres?: ManagedProcess;
   private temporal?: RunningTemporal;
   private pools: Pool[] = [];
@@ -26,7 +28,7 @@ export class OwnStack {
   private constructor(
     readonly name: string,
     readonly dataDir: string,
-    private readonly ports: { postgres: number; temporal: number; api: number; workerMetrics: number },
+    private readonly ports: { postgres: number; temporal: number; api: number; workerMetrics: number; inbound: number },
     private readonly env: Record<string, string>,
     private readonly workerEnv: Record<string, string>,
   ) {}
@@ -50,7 +52,7 @@ export class OwnStack {
   static async start(opts: { name: string; env: Record<string, string>; workerEnv?: Record<string, string> }): Promise<OwnStack> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `mailwright-${opts.name}-`));
     fs.chmodSync(dataDir, 0o755); // Postgres runs as the postgres user when we are root; it must reach its folder
-    const [postgres, temporal, api, workerMetrics] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const [postgres, temporal, api, workerMetrics, inbound] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
     const env = {
       NODE_ENV: 'test',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
@@ -59,11 +61,13 @@ export class OwnStack {
       RATE_LIMIT_PER_MINUTE: '0',
       EVENTS_PROBE: 'true',
       WORKER_METRICS_PORT: String(workerMetrics),
+      INBOUND_SMTP_PORT: String(inbound),
+      INBOUND_METRICS_PORT: '0',
       TEMPORAL_ADDRESS: `127.0.0.1:${temporal}`,
       DATABASE_URL: `postgres://postgres:postgres@${encodeURIComponent(path.join(dataDir, 'postgres'))}:${postgres}/mailwright`,
       ...opts.env,
     };
-    const stack = new OwnStack(opts.name, dataDir, { postgres, temporal, api, workerMetrics }, env, opts.workerEnv ?? {});
+    const stack = new OwnStack(opts.name, dataDir, { postgres, temporal, api, workerMetrics, inbound }, env, opts.workerEnv ?? {});
     try {
       const started = await Promise.allSettled([stack.startPostgres(), stack.startTemporal()]);
       for (const r of started) if (r.status === 'rejected') throw r.reason;
@@ -85,6 +89,8 @@ export class OwnStack {
       dnsControlUrl: '',
       workerControlUrl: '',
       workerMetricsUrl: `http://127.0.0.1:${workerMetrics}`,
+      inboundSmtpPort: inbound,
+      inboundMetricsUrl: '',
       dataDir,
     };
     process.env.MAILWRIGHT_TEST_STACK = JSON.stringify(helpersEnv);
@@ -155,8 +161,14 @@ export class OwnStack {
     if (wait) await waitForWorker(this.temporalAddress, 'mailwright', 180_000);
   }
 
+  /** Spawns the inbound SMTP server (api/inbound.ts) and resolves once it accepts connections. */
+  async startInbound(): Promise<void> {
+    this.inbound = startTsProcess('inbound', 'api/inbound.ts', this.env, { logFile: path.join(this.dataDir, 'inbound.log') });
+    await waitForPort('127.0.0.1', this.ports.inbound, 90_000, 'the inbound SMTP server');
+  }
+
   /** `kill -9`: no draining, no shutdown hooks. */
-  async kill(which: 'api' | 'worker'): Promise<void> {
+  async kill(which: 'api' | 'worker' | 'inbound'): Promise<void> {
     const proc = this[which];
     if (!proc) return;
     proc.child.kill('SIGKILL');
@@ -167,7 +179,7 @@ export class OwnStack {
   /** Stops everything; the folder (logs) stays with KEEP_TEST_DATA=1, or `remove` false. */
   async stop(remove = !process.env.KEEP_TEST_DATA): Promise<void> {
     await Promise.all(this.pools.map((p) => p.end().catch(() => undefined)));
-    await Promise.all([this.api?.stop(), this.worker?.stop()]);
+    await Promise.all([this.api?.stop(), this.worker?.stop(), this.inbound?.stop()]);
     await this.stopTemporal().catch((err: Error) => this.log(`temporal stop: ${err.message}`));
     await this.stopPostgres().catch((err: Error) => this.log(`postgres stop: ${err.message}`));
     if (remove) fs.rmSync(this.dataDir, { recursive: true, force: true });

@@ -1,0 +1,228 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '../db/sql';
+import type { Config } from '../config';
+import { recordEvents } from '../events/event-writer';
+import { applyEmailReport, lockEmail, type EmailReport, type LockedEmail } from '../emails/email-reports';
+import { messageIdFor } from '../emails/delivery';
+import { parseOurMessageId } from '../webhooks/ses-reports';
+import { changeSubscription } from '../tracking/tracking.service';
+import { inboundProcessed } from '../metrics';
+import { classifyInbound } from './classify';
+import type { InboundBounce, InboundComplaint, InboundMessage } from './inbound-message';
+import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject } from './return-path';
+import { finishInbound, lockInbound } from './inbound.repository';
+
+/**
+ * What an inbound message does (README › Inbound mail), in one transaction with the message's own row, so a message
+ * is applied once however often its workflow runs: the row is locked and moved out of RECEIVED with the changes.
+ *
+ * The email a message is about is proven by a signed address only: the return path it was sent to (`b-<token>`), one
+ * quoted in the returned original (a forwarder that lost the envelope), or the unsubscribe address or subject token.
+ * A bounce or complaint that names an email only by Message-ID changes nothing (Message-IDs are not secret: anyone
+ * who received the email could forge a report); it is recorded as `unmatched`. Replies and auto-replies, which change
+ * no state, are also matched by In-Reply-To/References naming one of our Message-IDs.
+ */
+
+type InboundKind = InboundMessage['kind'] | 'unsubscribe';
+
+export interface InboundOutcome {
+  kind: InboundKind;
+  /** applied: states or events changed; unchanged: genuine but nothing to change; unmatched: no email proven; ignored. */
+  outcome: 'applied' | 'unchanged' | 'unmatched' | 'ignored';
+  emailId?: string;
+  projectId?: string;
+  contactId?: string;
+  /** Names of the events recorded. */
+  events: string[];
+  /** Bounce: hard or soft; complaint: its feedback type; unknown: why; auto-reply: its signal. */
+  detail?: string;
+}
+
+/** Thrown when the email is not recorded as sent yet (a DSN faster than our own write of SENT): the activity retries. */
+class EmailNotSentYet extends Error {}
+
+type Cfg = Pick<Config, 'appSecret' | 'inbound'>;
+
+/** What the envelope recipients say, verified. */
+interface Addressed {
+  /** From a `b-` return path. */
+  returnPathEmailId?: string;
+  /** From a `u-` unsubscribe address. */
+  unsubscribeEmailId?: string;
+  /** Sent to `unsubscribe@<bounce host>` (the subject carries the token). */
+  unsubscribeMailbox: boolean;
+}
+
+function addressed(rcptTo: string[], secret: string, at: Date): Addressed {
+  const out: Addressed = { unsubscribeMailbox: false };
+  for (const rcpt of rcptTo) {
+    const local = rcpt.slice(0, rcpt.lastIndexOf('@')).toLowerCase();
+    if (local.startsWith('b-')) {
+      // Judged as of its arrival: a message that waited in our queue does not expire there.
+      const r = parseReturnPath(local, secret, at);
+      if ('emailId' in r) out.returnPathEmailId ??= r.emailId;
+    } else if (local.startsWith('u-')) {
+      const r = parseUnsubscribeAddress(local, secret);
+      if ('emailId' in r) out.unsubscribeEmailId ??= r.emailId;
+    } else if (local.split('+')[0] === 'unsubscribe') out.unsubscribeMailbox = true;
+  }
+  return out;
+}
+
+/** The email a bounce or complaint is about, proven by a signed return path (the envelope's, else a quoted one). */
+function provenEmailId(message: InboundBounce | InboundComplaint, to: Addressed, secret: string, at: Date): string | undefined {
+  if (to.returnPathEmailId) return to.returnPathEmailId;
+  const quoted = [message.originalEnvelopeToken, message.kind === 'complaint' ? message.originalMailFrom : undefined];
+  for (const q of quoted) {
+    if (!q) continue;
+    const r = parseReturnPath(q, secret, at);
+    if ('emailId' in r) return r.emailId;
+  }
+  return undefined;
+}
+
+/** The email a reply or auto-reply answers: its return path, else one of our Message-IDs it names. */
+async function answeredEmail(tx: EntityManager, message: InboundMessage, to: Addressed): Promise<LockedEmail | undefined> {
+  if (to.returnPathEmailId) return lockEmail(tx, to.returnPathEmailId);
+  for (const id of [message.inReplyTo, ...message.references].filter((v): v is string => !!v)) {
+    const ours = parseOurMessageId(id);
+    if (!ours) continue;
+    const email = await lockEmail(tx, ours.emailId);
+    if (email && messageIdFor(email.id, email.fromEmail).toLowerCase() === ours.messageId) return email;
+  }
+  return undefined;
+}
+
+/** Reads, classifies and applies one stored message; a message already processed answers what it did then. */
+export async function processInboundMessage(em: EntityManager, cfg: Cfg, inboundId: string): Promise<InboundOutcome> {
+  // Classified before the transaction (parsing is the slow part), applied inside it.
+  const first = await lockInbound(em.fork(), inboundId);
+  if (!first) return { kind: 'unknown', outcome: 'ignored', events: [], detail: 'no such inbound message' };
+  if (first.status !== 'RECEIVED') return first.outcome as unknown as InboundOutcome;
+  const message: InboundMessage = first.raw
+    ? await classifyInbound(first.raw, { mailFrom: first.mailFrom, rcptTo: first.rcptTo })
+    : { kind: 'unknown', reason: 'empty', from: null, subject: '', messageId: null, date: null, inReplyTo: null, references: [] };
+  const result = await em.fork().transactional(async (tx) => {
+    const row = await lockInbound(tx, inboundId);
+    if (!row || row.status !== 'RECEIVED') return (row?.outcome as unknown as InboundOutcome) ?? { kind: 'unknown', outcome: 'ignored', events: [] };
+    const outcome = await apply(tx, cfg, inboundId, message, addressed(row.rcptTo, cfg.appSecret, row.receivedAt), row.receivedAt);
+    await finishInbound(tx, inboundId, {
+      status: 'PROCESSED',
+      kind: outcome.kind,
+      outcome: { ...outcome, summary: summaryOf(message) },
+      projectId: outcome.projectId ?? null,
+      emailId: outcome.emailId ?? null,
+      contactId: outcome.contactId ?? null,
+    });
+    return outcome;
+  });
+  inboundProcessed.inc({ kind: result.kind, outcome: result.outcome });
+  return result;
+}
+
+function summaryOf(message: InboundMessage): Record<string, unknown> {
+  const common = { from: message.from?.address ?? null, subject: message.subject.slice(0, 200), messageId: message.messageId };
+  if (message.kind === 'bounce') return { ...common, format: message.format, bounceType: message.bounceType, transient: message.transient, text: message.summary.slice(0, 500) };
+  if (message.kind === 'complaint') return { ...common, feedbackType: message.feedbackType, hasOriginal: message.hasOriginal };
+  if (message.kind === 'unknown') return { ...common, reason: message.reason };
+  return common;
+}
+
+async function apply(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundMessage, to: Addressed, at: Date): Promise<InboundOutcome> {
+  const wantsUnsubscribe = (to.unsubscribeEmailId || to.unsubscribeMailbox) && message.kind !== 'bounce' && message.kind !== 'complaint' && message.kind !== 'auto-reply';
+  if (wantsUnsubscribe) return unsubscribeByMail(tx, cfg, inboundId, message, to);
+  switch (message.kind) {
+    case 'bounce':
+    case 'complaint':
+      return applyReport(tx, cfg, inboundId, message, to, at);
+    case 'auto-reply':
+    case 'reply': {
+      const email = await answeredEmail(tx, message, to);
+      const kind = message.kind;
+      if (!email) return { kind, outcome: 'unmatched', events: [] };
+      const base = { kind, emailId: email.id, projectId: email.projectId, contactId: email.contactId ?? undefined };
+      if (!email.contactId) return { ...base, outcome: 'unchanged', events: [] };
+      const event =
+        message.kind === 'reply'
+          ? ({ name: 'email.replied', data: { inboundId, from: message.from.address, subject: message.subject.slice(0, 200), excerpt: message.excerpt } } as const)
+          : ({ name: 'email.auto_replied', data: { inboundId, from: message.from?.address, subject: message.subject.slice(0, 200), reason: message.reason } } as const);
+      const recorded = await recordEvents(sql(tx), [{ source: 'SYSTEM', projectId: email.projectId, contactId: email.contactId, emailId: email.id, ...event }]);
+      return { ...base, outcome: 'applied', events: recorded.map((e) => e.name), ...(message.kind === 'auto-reply' ? { detail: message.reason } : {}) };
+    }
+    default:
+      return { kind: 'unknown', outcome: 'ignored', events: [], detail: message.reason };
+  }
+}
+
+/** Mail to the List-Unsubscribe mailto: the contact is unsubscribed (`via: email`), once, whatever the body says. */
+async function unsubscribeByMail(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundMessage, to: Addressed): Promise<InboundOutcome> {
+  let target: { contactId: string; emailId?: string } | null = null;
+  if (to.unsubscribeEmailId) {
+    const email = await sql(tx).one<{ contactId: string | null }>(`select contact_id as "contactId" from emails where id = $1`, [to.unsubscribeEmailId]);
+    if (email?.contactId) target = { contactId: email.contactId, emailId: to.unsubscribeEmailId };
+  }
+  target ??= parseUnsubscribeSubject(message.subject, cfg.appSecret);
+  if (!target) return { kind: 'unsubscribe', outcome: 'unmatched', events: [] };
+  const changed = await changeSubscription(tx, target, false, { via: 'email', inboundId });
+  if (!changed) return { kind: 'unsubscribe', outcome: 'unmatched', events: [] };
+  const project = await sql(tx).one<{ projectId: string }>(`select project_id as "projectId" from contacts where id = $1`, [target.contactId]);
+  return {
+    kind: 'unsubscribe',
+    outcome: changed.changed ? 'applied' : 'unchanged',
+    contactId: target.contactId,
+    emailId: target.emailId,
+    projectId: project?.projectId,
+    events: changed.changed ? ['contact.unsubscribed'] : [],
+  };
+}
+
+/** A DSN or ARF report: the same states and events as the SES path (domain/emails/email-reports.ts), source dsn/arf. */
+async function applyReport(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundBounce | InboundComplaint, to: Addressed, at: Date): Promise<InboundOutcome> {
+  const kind = message.kind;
+  const detail = kind === 'bounce' ? message.bounceType : message.feedbackType;
+  const emailId = provenEmailId(message, to, cfg.appSecret, at);
+  if (!emailId) return { kind, outcome: 'unmatched', events: [], detail };
+  const email = await lockEmail(tx, emailId);
+  if (!email) return { kind, outcome: 'unmatched', events: [], detail };
+  if (email.status === 'QUEUED' || email.status === 'SENDING') throw new EmailNotSentYet(`email ${email.id} is not recorded as sent yet`);
+  const base = { kind, emailId: email.id, projectId: email.projectId, contactId: email.contactId ?? undefined, detail };
+  const report = kind === 'bounce' ? bounceReport(message, email, inboundId) : complaintReport(message, inboundId);
+  const rows = await applyEmailReport(tx, email, report);
+  return { ...base, outcome: rows ? 'applied' : 'unchanged', events: rows?.map((r) => r.name) ?? [] };
+}
+
+function bounceReport(message: InboundBounce, email: LockedEmail, inboundId: string): EmailReport {
+  const recipient = message.recipients.find((r) => r.recipient?.toLowerCase() === email.toEmail.toLowerCase()) ?? message.recipients[0];
+  const permanent = message.bounceType === 'hard' && !message.transient;
+  return {
+    kind: 'bounced',
+    permanent,
+    response: recipient?.diagnosticCode,
+    error: `Bounced (${permanent ? 'hard' : 'soft'}, ${recipient?.status ?? 'no status'}), reported by ${message.reportingMta ?? 'a mail server'} in a delivery status notification`,
+    data: {
+      source: 'dsn',
+      format: message.format,
+      bounceType: permanent ? 'Permanent' : 'Transient',
+      ...(permanent ? {} : { transient: true as const }),
+      ...(recipient?.diagnosticCode ? { diagnosticCode: recipient.diagnosticCode.slice(0, 1000) } : {}),
+      ...(recipient?.status ? { status: recipient.status } : {}),
+      ...(recipient?.action ? { action: recipient.action } : {}),
+      ...(message.reportingMta ? { reportingMTA: message.reportingMta } : {}),
+      inboundId,
+    },
+  };
+}
+
+function complaintReport(message: InboundComplaint, inboundId: string): EmailReport {
+  return {
+    kind: 'complained',
+    data: {
+      source: 'arf',
+      format: 'arf',
+      complaintFeedbackType: message.feedbackType,
+      ...(message.userAgent ? { userAgent: message.userAgent.slice(0, 200) } : {}),
+      ...(message.arrivalDate ? { arrivalDate: message.arrivalDate } : {}),
+      inboundId,
+    },
+  };
+}

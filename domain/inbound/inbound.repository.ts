@@ -1,0 +1,131 @@
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql, statement, type Sql } from '../db/sql';
+import { uuidv7 } from '../ids';
+
+/**
+ * The stored inbound messages (`inbound_messages`): written by the inbound SMTP server before it answers 250, read and
+ * finished by the `inbound-mail/<id>` workflow's activity.
+ */
+
+type InboundStatus = 'RECEIVED' | 'PROCESSED' | 'FAILED';
+
+export interface NewInboundMessage {
+  mailFrom: string;
+  rcptTo: string[];
+  remoteAddress: string | null;
+  helo: string | null;
+  raw: Buffer;
+}
+
+export interface StoredInbound {
+  id: string;
+  /** Already stored before (the same bytes delivered again): not stored a second time. */
+  duplicate: boolean;
+  status: InboundStatus;
+}
+
+export interface InboundRow {
+  id: string;
+  receivedAt: Date;
+  mailFrom: string;
+  rcptTo: string[];
+  raw: Buffer | null;
+  status: InboundStatus;
+  kind: string | null;
+  outcome: Record<string, unknown> | null;
+}
+
+/** The same bytes are the same message: an MTA that lost our 250 delivers exactly what it delivered before. */
+function inboundDigest(raw: Buffer): Buffer {
+  return createHash('sha256').update(raw).digest();
+}
+
+const INBOUND_STORE = statement(
+  'inbound_store',
+  `with ins as (
+    insert into inbound_messages (id, digest, mail_from, rcpt_to, remote_address, helo, size, raw)
+    values ($1, $2, $3, $4, $5, $6, $7, $8)
+    on conflict (digest) do nothing
+    returning id, status
+  )
+  select id, status, false as duplicate from ins
+  union all
+  select id, status, true from inbound_messages where digest = $2 and not exists (select 1 from ins)`,
+);
+
+/** Stores a received message (durably: the server answers 250 only after the commit). */
+export async function storeInbound(db: Sql, message: NewInboundMessage): Promise<StoredInbound> {
+  const row = await db.one<{ id: string; status: InboundStatus; duplicate: boolean }>(INBOUND_STORE, [
+    uuidv7(),
+    inboundDigest(message.raw),
+    message.mailFrom,
+    message.rcptTo,
+    message.remoteAddress,
+    message.helo,
+    message.raw.length,
+    message.raw,
+  ]);
+  // A concurrent delivery of the same bytes inserted between the two halves: its row is the one.
+  if (!row) return storeInbound(db, message);
+  return row;
+}
+
+/** Notes that the message's workflow was started (the sweeper leaves it alone for a while). */
+export async function markInboundStarted(db: Sql, ids: string[]): Promise<void> {
+  await db.run(`update inbound_messages set started_at = now() where id = any($1::uuid[]) and status = 'RECEIVED'`, [ids]);
+}
+
+/**
+ * Messages still waiting for processing whose workflow was never started, or was started more than `staleMs` ago
+ * (Temporal was away when they came, or their run was terminated): the sweeper starts them (again; the workflow id
+ * makes that safe).
+ */
+export async function pendingInbound(db: Sql, staleMs: number, limit: number): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(
+    `select id from inbound_messages where status = 'RECEIVED' and (started_at is null or started_at < now() - make_interval(secs => $1))
+     order by received_at limit $2`,
+    [staleMs / 1000, limit],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** The message, locked for processing (a second run of the same message waits, then sees it PROCESSED). */
+export async function lockInbound(em: EntityManager, id: string): Promise<InboundRow | undefined> {
+  return sql(em).one<InboundRow>(
+    `select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", raw, status, kind, outcome
+     from inbound_messages where id = $1 for update`,
+    [id],
+  );
+}
+
+export interface InboundFinish {
+  status: Exclude<InboundStatus, 'RECEIVED'>;
+  kind: string;
+  outcome: Record<string, unknown>;
+  projectId: string | null;
+  emailId: string | null;
+  contactId: string | null;
+}
+
+export async function finishInbound(em: EntityManager, id: string, f: InboundFinish): Promise<void> {
+  await sql(em).run(
+    `update inbound_messages set status = $2, kind = $3, outcome = $4::jsonb, project_id = $5, email_id = $6, contact_id = $7, processed_at = now()
+     where id = $1`,
+    [id, f.status, f.kind, JSON.stringify(f.outcome), f.projectId, f.emailId, f.contactId],
+  );
+}
+
+/** Drops the bytes of processed messages older than the retention; what processing found stays. Returns how many. */
+export async function purgeInboundBytes(db: Sql, retentionMs: number): Promise<number> {
+  return db.run(
+    `update inbound_messages set raw = null
+     where id in (select id from inbound_messages where raw is not null and status <> 'RECEIVED' and received_at < now() - make_interval(secs => $1) limit 10000)`,
+    [retentionMs / 1000],
+  );
+}
+
+/** Whether `domain` is a verified sender domain of some project (its bounce host's mail is ours to take). */
+export async function verifiedDomainExists(db: Sql, domain: string): Promise<boolean> {
+  return (await db.one(`select 1 as ok from domains where lower(name) = $1 and status = 'VERIFIED' limit 1`, [domain.toLowerCase()])) !== undefined;
+}
