@@ -13,5 +13,5 @@ COPY scripts/migrate.ts ./scripts/migrate.ts
 # Uploaded images when S3 is not configured (UPLOADS_DIR's default); docker-compose.yml mounts a volume here.
 RUN mkdir -p /app/.data/uploads && chown -R node:node /app/.data
 USER node
-EXPOSE 3000
+EXPOSE 3000 25
 CMD ["npm", "run", "api"]
