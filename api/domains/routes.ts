@@ -4,13 +4,15 @@ import type { ApiDeps } from '../context';
 import { CreateDomainBody, ProjectIdParams } from './schema';
 import { IdParams, errorResponses } from '../common.schema';
 import { DomainSchema, presentDomain } from '../presenters/domain.presenter';
-import { addDomain, listDomains, removeDomain, verifyDomainNow } from '../../domain/domains/domain.service';
+import { addDomain, listDomains, removeDomain, returnPathSettings, verifyDomainNow } from '../../domain/domains/domain.service';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { notFound } from '../../domain/errors';
 
 export function domainRoutes(routes: Routes, deps: ApiDeps): void {
   const secretBox = new SecretBox(deps.config.appSecret);
   const runner = deps.temporal;
+  const returnPath = returnPathSettings(deps.config);
+  const present = (domain: Parameters<typeof presentDomain>[0]) => presentDomain(domain, returnPath);
 
   routes.add({
     method: 'get',
@@ -24,7 +26,7 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     handler: async ({ ctx, params, principal }) => {
       const { projectId } = principal;
       if (params.projectId !== projectId) throw notFound('Project');
-      return { body: (await listDomains(ctx.state.em, projectId)).map(presentDomain) };
+      return { body: (await listDomains(ctx.state.em, projectId)).map(present) };
     },
   });
 
@@ -35,8 +37,9 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     description:
       'Generates a DKIM key (RSA, 2048 bits unless the server sets DKIM_KEY_BITS=1024) and an ownership token and starts the verification loop, which checks the DNS ' +
       'every 5 minutes (DOMAIN_CHECK_INTERVAL) until the required records (OWNERSHIP and DKIM) are found, then re-checks ' +
-      'the verified domain every 6 hours (DOMAIN_RECHECK_INTERVAL). SPF and DMARC are recommended and reported, not ' +
-      'required. 409 DOMAIN_EXISTS when the project has the domain already, 409 DOMAIN_TAKEN when another project has ' +
+      'the verified domain every 6 hours (DOMAIN_RECHECK_INTERVAL). SPF, DMARC and the bounce host\'s MX and SPF are recommended and ' +
+      'reported, not required; with the bounce host\'s MX in place the domain\'s returnPath is ACTIVE and its mail gets a signed envelope ' +
+      'sender per email on that host (bounces and complaints come back), without it mail keeps the From address as envelope sender. 409 DOMAIN_EXISTS when the project has the domain already, 409 DOMAIN_TAKEN when another project has ' +
       'verified it.',
     tags: ['Domains'],
     auth: 'secret',
@@ -46,10 +49,10 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     handler: async ({ ctx, body, principal }) => {
       const domain = await addDomain(
         ctx.state.em,
-        { runner, secretBox, spfInclude: deps.config.domains.spfInclude, dkimKeyBits: deps.config.domains.dkimKeyBits },
+        { runner, secretBox, spfInclude: deps.config.domains.spfInclude, dkimKeyBits: deps.config.domains.dkimKeyBits, returnPath },
         { projectId: principal.projectId, name: body.domain },
       );
-      return { status: 201, body: presentDomain(domain) };
+      return { status: 201, body: present(domain) };
     },
   });
 
@@ -63,7 +66,7 @@ export function domainRoutes(routes: Routes, deps: ApiDeps): void {
     params: IdParams,
     responses: { 200: { description: 'The domain after the check', schema: DomainSchema }, ...errorResponses(401, 404, 422, 503) },
     handler: async ({ ctx, params, principal }) => ({
-      body: presentDomain(await verifyDomainNow(ctx.state.em, runner, principal.projectId, params.id)),
+      body: present(await verifyDomainNow(ctx.state.em, runner, principal.projectId, params.id)),
     }),
   });
 

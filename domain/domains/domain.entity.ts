@@ -38,6 +38,11 @@ export const Domain = defineEntity({
     /** The DNS records to create, each with its status at the last check. */
     records: p.json<DomainRecord[]>().default('[]'),
     lastCheckedAt: p.datetime().nullable(),
+    /**
+     * The bounce host whose MX the last checks found naming the inbound server (decideReturnPath): mail from the
+     * domain then has `b-<token>@<this host>` as its envelope sender. Null: NOT_CONFIGURED, the From address is.
+     */
+    returnPathHost: p.string().length(253).nullable(),
     /** Since when a required record of this VERIFIED domain has been missing (see decideDomainState). */
     failingSince: p.datetime().nullable(),
     statusReason: p.text().nullable(),

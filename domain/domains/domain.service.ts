@@ -8,49 +8,70 @@ import { persistThenStart } from '../workflow-start';
 import { Domain, type DomainStatus } from './domain.entity';
 import { generateDkimKeyPair, type DkimKeyBits } from './dkim';
 import { dkimKeyContext, type SecretBox } from './secret-box';
-import { createTxtResolver, type DnsSettings } from './dns-lookup';
+import { createDnsResolver, type DnsSettings } from './dns-lookup';
 import {
   buildDnsRecords,
   decideDomainState,
+  decideReturnPath,
   evaluateRecord,
   newVerificationToken,
+  withReturnPathRecords,
+  type DnsLookup,
   type DomainRecord,
   type DomainState,
   type RecordPurpose,
   type RecordStatus,
-  type TxtLookup,
+  type ReturnPathSettings,
 } from './dns-records';
 import { emailDomain } from '../contacts/email-address';
 import { ProjectScopedCache } from '../cache/lookup-cache';
 import type { ChangeFeed } from '../cache/change-feed';
 import { sql } from '../db/sql';
 
-/** Domain statuses cached per process, invalidated by the `domains:<projectId>` change feed. */
-export type DomainStatusCache = ProjectScopedCache<{ status: string | null }>;
+/** A sender domain as the send paths need it: its status and its return path (null: NOT_CONFIGURED). */
+interface SenderDomainRow {
+  status: string | null;
+  returnPathHost: string | null;
+}
+
+/**
+ * Sender domains cached per process, invalidated by the `domains:<projectId>` change feed (whose trigger fires on a
+ * change of status or of the return path).
+ */
+export type DomainStatusCache = ProjectScopedCache<SenderDomainRow>;
 export const createDomainStatusCache = (feed: ChangeFeed | undefined): DomainStatusCache =>
-  new ProjectScopedCache<{ status: string | null }>(feed, 'domains', 60_000);
+  new ProjectScopedCache<SenderDomainRow>(feed, 'domains', 60_000);
+
+/** A verified sender domain: the bounce host of its return path when ACTIVE, else null (the From address is the envelope sender). */
+export interface SenderDomain {
+  returnPathHost: string | null;
+}
 
 /**
  * Refuses a sender address unless its domain is verified for the project. The message names the domain and says
- * what to do next.
+ * what to do next. Returns the domain's return path, which the composer needs for the List-Unsubscribe mailto:.
  */
 export async function assertSenderDomain(
   em: EntityManager,
   projectId: string,
   fromEmail: string,
   opts: { field?: string; cache?: DomainStatusCache } = {},
-): Promise<void> {
+): Promise<SenderDomain> {
   const field = opts.field ?? 'from';
   const domain = emailDomain(fromEmail);
   const load = async () => {
-    const row = await sql(em).one<{ status: string }>('select status from domains where project_id = $1 and name = $2 limit 1', [projectId, domain]);
-    return { value: { status: row?.status ?? null }, projectId };
+    const row = await sql(em).one<SenderDomainRow>(
+      'select status, return_path_host as "returnPathHost" from domains where project_id = $1 and name = $2 limit 1',
+      [projectId, domain],
+    );
+    return { value: { status: row?.status ?? null, returnPathHost: row?.returnPathHost ?? null }, projectId };
   };
-  let { status } = (opts.cache ? await opts.cache.get(`${projectId}:${domain}`, load) : (await load()).value)!;
+  let found = (opts.cache ? await opts.cache.get(`${projectId}:${domain}`, load) : (await load()).value)!;
   // A refusal is read again from the database: a cached answer may predate a verification whose change notification
   // has not reached this process yet (refusals are rare; a verified domain stays a cache hit).
-  if (status !== 'VERIFIED' && opts.cache) ({ status } = (await load()).value);
-  if (status === 'VERIFIED') return;
+  if (found.status !== 'VERIFIED' && opts.cache) found = (await load()).value;
+  const { status } = found;
+  if (status === 'VERIFIED') return { returnPathHost: found.returnPathHost };
   const pending = status === 'PENDING';
   throw new AppError(
     403,
@@ -89,9 +110,19 @@ export interface DomainCheckSettings {
   checkIntervalMs: number;
   recheckIntervalMs: number;
   demoteAfterMs: number;
+  /** The bounce host's records are checked as this configuration asks for them (withReturnPathRecords). */
+  returnPath: ReturnPathSettings;
 }
 
+/** The bounce hosts' records as this process is configured: RETURN_PATH_LABEL, INBOUND_MX_HOST, SPF_INCLUDE. */
+export const returnPathSettings = (cfg: Pick<Config, 'inbound' | 'domains'>): ReturnPathSettings => ({
+  label: cfg.inbound.returnPathLabel,
+  mxHost: cfg.inbound.mxHost,
+  spfInclude: cfg.domains.spfInclude,
+});
+
 export const domainCheckSettings = (cfg: Config): DomainCheckSettings => ({
+  returnPath: returnPathSettings(cfg),
   dns: { servers: cfg.domains.dnsServers, timeoutMs: cfg.domains.dnsTimeoutMs },
   checkIntervalMs: cfg.domains.checkIntervalMs,
   recheckIntervalMs: cfg.domains.recheckIntervalMs,
@@ -105,7 +136,7 @@ export const domainCheckSettings = (cfg: Config): DomainCheckSettings => ({
  */
 export async function addDomain(
   em: EntityManager,
-  deps: { runner: VerificationRunner; secretBox: SecretBox; spfInclude: string; dkimKeyBits: DkimKeyBits },
+  deps: { runner: VerificationRunner; secretBox: SecretBox; spfInclude: string; dkimKeyBits: DkimKeyBits; returnPath: ReturnPathSettings },
   input: { projectId: string; name: string },
 ): Promise<Domain> {
   const { projectId, name } = input;
@@ -131,7 +162,14 @@ export async function addDomain(
     dkimPublicKey: keys.publicKeyBase64,
     dkimPrivateKey: deps.secretBox.encrypt(keys.privateKeyPem, dkimKeyContext(id)),
     verificationToken,
-    records: buildDnsRecords({ domain: name, dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken, spfInclude: deps.spfInclude }),
+    records: buildDnsRecords({
+      domain: name,
+      dkimSelector: keys.selector,
+      dkimPublicKeyBase64: keys.publicKeyBase64,
+      verificationToken,
+      spfInclude: deps.spfInclude,
+      returnPath: deps.returnPath,
+    }),
   });
   return persistThenStart({
     persist: async () => {
@@ -210,6 +248,7 @@ interface DomainCheckRow {
   status: DomainStatus;
   verifiedAt: Date | null;
   failingSince: Date | null;
+  returnPathHost: string | null;
   records: DomainRecord[];
 }
 
@@ -217,28 +256,33 @@ const OTHER_PROJECT_REASON =
   'The DNS records are in place, but this domain is verified by another project. A domain can be verified by one project only.';
 
 /**
- * One verification check (run by the workflow's activity): looks every record up, stores each one's status and the
- * domain's new state, and says when to check next. While a verified domain has a missing record it is checked at the
- * pending interval, so its recovery or demotion is noticed promptly.
+ * One verification check (run by the workflow's activity): looks every record up, stores each one's status, the
+ * domain's new state and its return path's, and says when to check next. While a verified domain has a missing record
+ * it is checked at the pending interval, so its recovery or demotion is noticed promptly. The bounce host's records
+ * are brought up to the configuration first (withReturnPathRecords): domains added before they existed get them here.
  */
 export async function runDomainCheck(em: EntityManager, settings: DomainCheckSettings, domainId: string): Promise<DomainCheckResult> {
   const row = await sql(em).one<DomainCheckRow>(
-    `select id, name, status, verified_at as "verifiedAt", failing_since as "failingSince", records from domains where id = $1`,
+    `select id, name, status, verified_at as "verifiedAt", failing_since as "failingSince", return_path_host as "returnPathHost", records
+     from domains where id = $1`,
     [domainId],
   );
   if (!row) return { exists: false, status: null, records: [], nextCheckInMs: 0 };
   if (row.records.length === 0) return { exists: true, status: row.status, records: [], nextCheckInMs: settings.recheckIntervalMs };
 
-  const resolver = createTxtResolver(settings.dns);
-  let lookups: Map<string, TxtLookup>;
+  const resolver = createDnsResolver(settings.dns);
+  const stored = withReturnPathRecords(row.records, row.name, settings.returnPath);
+  const key = (r: DomainRecord) => `${r.type} ${r.name}`;
+  let lookups: Map<string, DnsLookup>;
   try {
-    const names = [...new Set(row.records.map((r) => r.name))];
-    lookups = new Map(await Promise.all(names.map(async (n) => [n, await resolver.lookup(n)] as const)));
+    // One lookup per type and name: the bounce host's name is looked up twice, for its MX and for its SPF (TXT).
+    const distinct = [...new Map(stored.map((r) => [key(r), r])).values()];
+    lookups = new Map(await Promise.all(distinct.map(async (r) => [key(r), await resolver.lookup(r.type, r.name)] as const)));
   } finally {
     resolver.close();
   }
   const now = new Date();
-  const records = row.records.map((r) => evaluateRecord(r, lookups.get(r.name)!, now));
+  const records = stored.map((r) => evaluateRecord(r, lookups.get(key(r))!, now));
   const previous: DomainState = { status: row.status, verifiedAt: row.verifiedAt, failingSince: row.failingSince, statusReason: null };
   let next = decideDomainState(previous, records, now, settings.demoteAfterMs);
   if (next.status === 'VERIFIED' && row.status === 'PENDING') {
@@ -247,9 +291,13 @@ export async function runDomainCheck(em: EntityManager, settings: DomainCheckSet
   }
   const write = (state: DomainState) =>
     sql(em).run(
-      `update domains set records = $1::jsonb, status = $2, verified_at = $3, failing_since = $4, status_reason = $5, last_checked_at = $6, updated_at = now()
+      `update domains set records = $1::jsonb, status = $2, verified_at = $3, failing_since = $4, status_reason = $5, last_checked_at = $6,
+         return_path_host = $8, updated_at = now()
        where id = $7`,
-      [JSON.stringify(records), state.status, state.verifiedAt, state.failingSince, state.statusReason, now, row.id],
+      [
+        JSON.stringify(records), state.status, state.verifiedAt, state.failingSince, state.statusReason, now, row.id,
+        decideReturnPath(row.returnPathHost, state.status, records),
+      ],
     );
   let updated: number;
   try {

@@ -26,11 +26,23 @@ export const removeName = (name: string) => control('DELETE', name);
 /** Makes lookups of `name` fail: SERVFAIL, or no answer at all (a timeout). */
 export const breakName = (name: string, mode: 'servfail' | 'drop') => control('PUT', name, { mode });
 
-/** Publishes every record of a domain as returned by the API. */
-export async function publishRecords(records: { name: string; value: string }[]): Promise<void> {
-  const byName = new Map<string, string[]>();
-  for (const r of records) byName.set(r.name, [...(byName.get(r.name) ?? []), r.value]);
-  for (const [name, values] of byName) await setTxt(name, values);
+/**
+ * Publishes every record of a domain as returned by the API: TXT values as they are, MX values (`<preference>
+ * <exchange>`) as MX records. The records of one name go in one change, since a change replaces the name's records.
+ */
+export async function publishRecords(records: { type?: string; name: string; value: string }[]): Promise<void> {
+  const byName = new Map<string, ZoneRecords>();
+  for (const r of records) {
+    const zone = byName.get(r.name) ?? {};
+    if (r.type === 'MX') {
+      const [priority, exchange] = r.value.split(/\s+/);
+      zone.mx = [...(zone.mx ?? []), { priority: Number(priority), exchange: exchange! }];
+    } else {
+      zone.txt = [...(zone.txt ?? []), r.value];
+    }
+    byName.set(r.name, zone);
+  }
+  for (const [name, zone] of byName) await setRecords(name, zone);
 }
 
 /** A resolver for the `mailauth` package that asks the test stack's DNS server. */

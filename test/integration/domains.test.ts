@@ -13,7 +13,7 @@ interface DnsRecord {
   type: string;
   name: string;
   value: string;
-  purpose: 'OWNERSHIP' | 'DKIM' | 'SPF' | 'DMARC';
+  purpose: 'OWNERSHIP' | 'DKIM' | 'SPF' | 'DMARC' | 'RETURN_PATH_MX' | 'RETURN_PATH_SPF';
   required: boolean;
   status: string;
   lastCheckedAt: string | null;
@@ -31,6 +31,7 @@ interface DomainBody {
   verifiedAt: string | null;
   lastCheckedAt: string | null;
   failingSince: string | null;
+  returnPath: { host: string; status: 'ACTIVE' | 'NOT_CONFIGURED'; mailFrom: string; reason: string | null };
 }
 
 let project: TestProject;
@@ -103,7 +104,7 @@ async function rawMessage(to: string): Promise<Buffer> {
 }
 
 describe('POST /domains', () => {
-  test('adds the domain PENDING with the DNS records to create: ownership token, DKIM key, SPF, DMARC', async () => {
+  test("adds the domain PENDING with the DNS records to create: ownership token, DKIM key, SPF, DMARC, the bounce host's MX and SPF", async () => {
     const domain = name();
     const res = await api<DomainBody>('POST', '/domains', { key: project.secretKey, body: { domain: `  ${domain.toUpperCase()}. ` } });
     expect(res.status).toBe(201);
@@ -115,11 +116,16 @@ describe('POST /domains', () => {
       ['DKIM', 'TXT', `${body.dkimSelector}._domainkey.${domain}`, true],
       ['SPF', 'TXT', domain, false],
       ['DMARC', 'TXT', `_dmarc.${domain}`, false],
+      ['RETURN_PATH_MX', 'MX', `bounces.${domain}`, false],
+      ['RETURN_PATH_SPF', 'TXT', `bounces.${domain}`, false],
     ]);
     expect(body.dkimSelector).toMatch(/^mw-[0-9a-f]{8}$/);
     expect(record(body, 'OWNERSHIP').value).toMatch(/^mailwright-verification=[\w-]{20,}$/);
     expect(record(body, 'SPF').value).toBe('v=spf1 include:spf.mailwright.local ~all');
     expect(record(body, 'DMARC').value).toMatch(/^v=DMARC1; p=none;?$/);
+    expect(record(body, 'RETURN_PATH_MX').value).toBe('10 mx.mailwright.local'); // INBOUND_MX_HOST's default
+    expect(record(body, 'RETURN_PATH_SPF').value).toBe('v=spf1 include:spf.mailwright.local ~all');
+    expect(body.returnPath).toEqual({ host: `bounces.${domain}`, status: 'NOT_CONFIGURED', mailFrom: '<From address>', reason: 'The domain is not verified yet.' });
     const dkim = /^v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)$/.exec(record(body, 'DKIM').value);
     expect(dkim).not.toBeNull();
     const key = createPublicKey({ key: Buffer.from(dkim![1]!, 'base64'), format: 'der', type: 'spki' });
@@ -221,7 +227,7 @@ describe('verification loop', () => {
       return d?.lastCheckedAt ? d : undefined;
     });
     expect(checked.status).toBe('PENDING');
-    expect(checked.records.map((r) => r.status)).toEqual(['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND']);
+    expect(checked.records.map((r) => r.status)).toEqual(['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND']);
     expect(checked.statusReason).toMatch(/OWNERSHIP TXT at _mailwright\..* not found; DKIM TXT at .* not found/);
 
     await publishRecords(domain.records);
@@ -234,18 +240,24 @@ describe('verification loop', () => {
       ['DKIM', 'VERIFIED'],
       ['SPF', 'VERIFIED'],
       ['DMARC', 'VERIFIED'],
+      ['RETURN_PATH_MX', 'VERIFIED'],
+      ['RETURN_PATH_SPF', 'VERIFIED'],
     ]);
+    expect(verified.returnPath.status).toBe('ACTIVE');
     expect(verified.verifiedAt).not.toBeNull();
     expect(verified.statusReason).toBeNull();
   });
 
-  test('SPF and DMARC are not required: ownership and DKIM alone verify the domain', async () => {
+  test("SPF, DMARC and the bounce host's records are not required: ownership and DKIM alone verify the domain", async () => {
     const domain = await addDomain(name());
     await publishRecords([record(domain, 'OWNERSHIP'), record(domain, 'DKIM')]);
     const res = await verify(domain.id);
     expect(res.body.status).toBe('VERIFIED');
     expect(record(res.body, 'SPF').status).toBe('NOT_FOUND');
     expect(record(res.body, 'DMARC').status).toBe('NOT_FOUND');
+    expect(record(res.body, 'RETURN_PATH_MX').status).toBe('NOT_FOUND');
+    expect(record(res.body, 'RETURN_PATH_SPF').status).toBe('NOT_FOUND');
+    expect(res.body.returnPath).toMatchObject({ status: 'NOT_CONFIGURED', reason: expect.stringMatching(/^No MX record at bounces\./) });
   });
 
   test('GET /domains/:id/verify checks now and returns each record\'s fresh status', async () => {
@@ -383,8 +395,13 @@ describe('OpenAPI', () => {
     expect(Object.keys(res.body.paths['/domains/{id}/verify'])).toEqual(['get']);
     expect(Object.keys(res.body.paths['/domains/project/{projectId}'])).toEqual(['get']);
     expect(Object.keys(res.body.components.schemas.Domain.properties)).toEqual(
-      expect.arrayContaining(['id', 'name', 'status', 'records', 'dkimSelector', 'verifiedAt', 'lastCheckedAt', 'failingSince', 'statusReason']),
+      expect.arrayContaining(['id', 'name', 'status', 'records', 'dkimSelector', 'verifiedAt', 'lastCheckedAt', 'failingSince', 'statusReason', 'returnPath']),
     );
+    const record = res.body.components.schemas.DnsRecord.properties;
+    expect(record.type.enum).toEqual(['TXT', 'MX']);
+    expect(record.purpose.enum).toEqual(['OWNERSHIP', 'DKIM', 'SPF', 'DMARC', 'RETURN_PATH_MX', 'RETURN_PATH_SPF']);
+    expect(res.body.components.schemas.Domain.properties.returnPath).toEqual({ $ref: '#/components/schemas/DomainReturnPath' });
+    expect(res.body.components.schemas.DomainReturnPath.properties.status.enum).toEqual(['ACTIVE', 'NOT_CONFIGURED']);
   });
 });
 
@@ -466,7 +483,7 @@ describe('DKIM signing', () => {
     const id = rows[0].id as string;
     const res = await verify(id);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'VERIFIED', records: [], dkimSelector: null });
+    expect(res.body).toMatchObject({ status: 'VERIFIED', records: [], dkimSelector: null, returnPath: { status: 'NOT_CONFIGURED' } });
     await expect(temporal.workflow.getHandle(`domain-verification/${id}`).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
   });
 });

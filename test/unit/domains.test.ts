@@ -2,7 +2,16 @@ import { createPublicKey, createSign, createVerify } from 'node:crypto';
 import { checkDomainName } from '../../domain/domains/hostname';
 import { SecretBox, dkimKeyContext } from '../../domain/domains/secret-box';
 import { dkimRecordMatches, generateDkimKeyPair, parseDkimTags } from '../../domain/domains/dkim';
-import { buildDnsRecords, decideDomainState, evaluateRecord, type DomainRecord, type DomainState } from '../../domain/domains/dns-records';
+import {
+  buildDnsRecords,
+  decideDomainState,
+  decideReturnPath,
+  evaluateRecord,
+  returnPathState,
+  withReturnPathRecords,
+  type DomainRecord,
+  type DomainState,
+} from '../../domain/domains/dns-records';
 import { loadConfig, parseDuration } from '../../domain/config';
 
 describe('checkDomainName', () => {
@@ -73,6 +82,8 @@ describe('SecretBox (AES-256-GCM, key from APP_SECRET)', () => {
   });
 });
 
+const returnPath = { label: 'bounces', mxHost: 'mx.mailwright.test', spfInclude: 'spf.relay.test' };
+
 describe('DKIM keys and records', () => {
   test('a generated key is 2048-bit RSA; the record value carries its public key; it verifies signatures of the private key', async () => {
     const keys = await generateDkimKeyPair();
@@ -83,7 +94,7 @@ describe('DKIM keys and records', () => {
     const signature = createSign('sha256').update('hello').sign(keys.privateKeyPem);
     expect(createVerify('sha256').update('hello').verify(pub, signature)).toBe(true);
 
-    const [, dkim] = buildDnsRecords({ domain: 'example.com', dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken: 't', spfInclude: 's' });
+    const [, dkim] = buildDnsRecords({ domain: 'example.com', dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken: 't', spfInclude: 's', returnPath });
     expect(dkim!.value).toBe(`v=DKIM1; k=rsa; p=${keys.publicKeyBase64}`);
   });
 
@@ -93,23 +104,26 @@ describe('DKIM keys and records', () => {
     expect(pub.asymmetricKeyDetails?.modulusLength).toBe(1024);
     const signature = createSign('sha256').update('hello').sign(keys.privateKeyPem);
     expect(createVerify('sha256').update('hello').verify(pub, signature)).toBe(true);
-    const [, dkim] = buildDnsRecords({ domain: 'example.com', dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken: 't', spfInclude: 's' });
+    const [, dkim] = buildDnsRecords({ domain: 'example.com', dkimSelector: keys.selector, dkimPublicKeyBase64: keys.publicKeyBase64, verificationToken: 't', spfInclude: 's', returnPath });
     expect(dkim!.value.length).toBeLessThanOrEqual(255);
   });
 
-  test('the record builder: ownership and DKIM required, SPF and DMARC recommended', () => {
+  test("the record builder: ownership and DKIM required; SPF, DMARC and the bounce host's MX and SPF recommended", () => {
     const records = buildDnsRecords({
       domain: 'mail.example.com',
       dkimSelector: 'mw-0123abcd',
       dkimPublicKeyBase64: 'MIIBIjAN',
       verificationToken: 'mailwright-verification=tok',
       spfInclude: 'spf.relay.test',
+      returnPath,
     });
     expect(records).toEqual([
       { type: 'TXT', purpose: 'OWNERSHIP', required: true, name: '_mailwright.mail.example.com', value: 'mailwright-verification=tok', status: 'PENDING', lastCheckedAt: null },
       { type: 'TXT', purpose: 'DKIM', required: true, name: 'mw-0123abcd._domainkey.mail.example.com', value: 'v=DKIM1; k=rsa; p=MIIBIjAN', status: 'PENDING', lastCheckedAt: null },
       { type: 'TXT', purpose: 'SPF', required: false, name: 'mail.example.com', value: 'v=spf1 include:spf.relay.test ~all', status: 'PENDING', lastCheckedAt: null },
       { type: 'TXT', purpose: 'DMARC', required: false, name: '_dmarc.mail.example.com', value: 'v=DMARC1; p=none;', status: 'PENDING', lastCheckedAt: null },
+      { type: 'MX', purpose: 'RETURN_PATH_MX', required: false, name: 'bounces.mail.example.com', value: '10 mx.mailwright.test', status: 'PENDING', lastCheckedAt: null },
+      { type: 'TXT', purpose: 'RETURN_PATH_SPF', required: false, name: 'bounces.mail.example.com', value: 'v=spf1 include:spf.relay.test ~all', status: 'PENDING', lastCheckedAt: null },
     ]);
   });
 
@@ -126,13 +140,14 @@ describe('DKIM keys and records', () => {
 
 describe('evaluateRecord', () => {
   const at = new Date('2026-11-21T12:00:00Z');
-  const [ownership, dkim, spf, dmarc] = buildDnsRecords({
+  const [ownership, dkim, spf, dmarc, returnPathMx, returnPathSpf] = buildDnsRecords({
     domain: 'example.com',
     dkimSelector: 'mw-1',
     dkimPublicKeyBase64: 'KEY',
     verificationToken: 'mailwright-verification=abc',
     spfInclude: 'spf.mailwright.local',
-  }) as [DomainRecord, DomainRecord, DomainRecord, DomainRecord];
+    returnPath,
+  }) as [DomainRecord, DomainRecord, DomainRecord, DomainRecord, DomainRecord, DomainRecord];
   const found = (...values: string[]) => ({ kind: 'found' as const, values });
 
   test('ownership: the exact token among other TXT records', () => {
@@ -158,6 +173,23 @@ describe('evaluateRecord', () => {
     expect(evaluateRecord(spf, found('v=spf1 include:_spf.google.com ~all'), at).status).toBe('MISMATCH');
     expect(evaluateRecord(spf, found('v=spf1 include:spf.mailwright.local ~all', 'v=spf1 -all'), at).status).toBe('MISMATCH');
     expect(evaluateRecord(spf, found('some-other-token'), at).status).toBe('NOT_FOUND');
+  });
+
+  test("the bounce host's MX: one exchange must be INBOUND_MX_HOST, in any case, with or without the root's dot, at any preference", () => {
+    expect(evaluateRecord(returnPathMx, found('10 mx.mailwright.test'), at).status).toBe('VERIFIED');
+    expect(evaluateRecord(returnPathMx, found('5 backup.example.net', '20 MX.Mailwright.Test.'), at).status).toBe('VERIFIED');
+    expect(evaluateRecord(returnPathMx, found('10 mx.example.net'), at)).toMatchObject({ status: 'MISMATCH', found: ['10 mx.example.net'] });
+    expect(evaluateRecord(returnPathMx, found('10 mx.mailwright.test.evil.example'), at).status).toBe('MISMATCH');
+    expect(evaluateRecord(returnPathMx, found('0 .'), at).status).toBe('MISMATCH'); // a null MX (RFC 7505) takes no mail
+    expect(evaluateRecord(returnPathMx, { kind: 'none' }, at).status).toBe('NOT_FOUND');
+    expect(evaluateRecord(returnPathMx, { kind: 'error', code: 'ESERVFAIL' }, at)).toMatchObject({ status: 'LOOKUP_FAILED', error: 'ESERVFAIL' });
+  });
+
+  test("the bounce host's SPF: like the domain's, one SPF record that includes SPF_INCLUDE", () => {
+    expect(evaluateRecord(returnPathSpf, found('v=spf1 include:spf.relay.test ~all'), at).status).toBe('VERIFIED');
+    expect(evaluateRecord(returnPathSpf, found('v=spf1 include:spf.mailwright.local ~all'), at).status).toBe('MISMATCH');
+    expect(evaluateRecord(returnPathSpf, found('v=spf1 include:spf.relay.test ~all', 'v=spf1 -all'), at).status).toBe('MISMATCH');
+    expect(evaluateRecord(returnPathSpf, found('hello'), at).status).toBe('NOT_FOUND');
   });
 
   test('DMARC: any one DMARC record (the policy is the owner\'s choice)', () => {
@@ -225,6 +257,67 @@ describe('decideDomainState', () => {
 
   test('a lost recommended record changes nothing', () => {
     expect(decideDomainState(verified, [rec('OWNERSHIP', 'VERIFIED'), rec('DKIM', 'VERIFIED'), rec('SPF', 'NOT_FOUND')], later(1), 0)).toEqual(verified);
+  });
+});
+
+describe('the return path (bounce host records and state)', () => {
+  const base = buildDnsRecords({ domain: 'example.com', dkimSelector: 'mw-1', dkimPublicKeyBase64: 'KEY', verificationToken: 'tok', spfInclude: 'spf.relay.test', returnPath });
+  const stored = base.slice(0, 4).map((r) => ({ ...r, status: 'VERIFIED' as const, lastCheckedAt: '2026-11-21T00:00:00.000Z' }));
+  const mxOf = (records: DomainRecord[]) => records.find((r) => r.purpose === 'RETURN_PATH_MX')!;
+  const withMx = (status: DomainRecord['status'], extra: Partial<DomainRecord> = {}) =>
+    withReturnPathRecords(stored, 'example.com', returnPath).map((r) => (r.purpose === 'RETURN_PATH_MX' ? { ...r, status, ...extra } : r));
+
+  test('a domain stored before return paths gets the two records, PENDING, after its own, which keep their statuses', () => {
+    const records = withReturnPathRecords(stored, 'example.com', returnPath);
+    expect(records.slice(0, 4)).toEqual(stored);
+    expect(records.slice(4)).toEqual(base.slice(4));
+  });
+
+  test('records that match the configuration keep their status; a changed INBOUND_MX_HOST or RETURN_PATH_LABEL replaces them, PENDING', () => {
+    const checked = withMx('VERIFIED');
+    expect(withReturnPathRecords(checked, 'example.com', returnPath)).toEqual(checked);
+    const moved = withReturnPathRecords(checked, 'example.com', { ...returnPath, mxHost: 'inbound.example.net' });
+    expect(mxOf(moved)).toMatchObject({ value: '10 inbound.example.net', status: 'PENDING', name: 'bounces.example.com' });
+    const relabelled = withReturnPathRecords(checked, 'example.com', { ...returnPath, label: 'rp' });
+    expect(relabelled.filter((r) => r.name === 'rp.example.com').map((r) => [r.purpose, r.status])).toEqual([['RETURN_PATH_MX', 'PENDING'], ['RETURN_PATH_SPF', 'PENDING']]);
+    expect(relabelled).toHaveLength(6);
+  });
+
+  test('a domain without records (added without a key, like the dev seed) gets none', () => {
+    expect(withReturnPathRecords([], 'mailwright.test', returnPath)).toEqual([]);
+  });
+
+  test('ACTIVE once the MX is verified on a VERIFIED domain; a lost or wrong MX turns it off at once; SPF does not matter', () => {
+    expect(decideReturnPath(null, 'VERIFIED', withMx('VERIFIED'))).toBe('bounces.example.com');
+    expect(decideReturnPath(null, 'PENDING', withMx('VERIFIED'))).toBeNull();
+    expect(decideReturnPath('bounces.example.com', 'VERIFIED', withMx('NOT_FOUND'))).toBeNull();
+    expect(decideReturnPath('bounces.example.com', 'VERIFIED', withMx('MISMATCH'))).toBeNull();
+    expect(decideReturnPath('bounces.example.com', 'PENDING', withMx('VERIFIED'))).toBeNull(); // demoted
+    expect(decideReturnPath(null, 'VERIFIED', stored)).toBeNull();
+  });
+
+  test('a failed MX lookup is inconclusive: the previous state stays (for the same host only)', () => {
+    expect(decideReturnPath('bounces.example.com', 'VERIFIED', withMx('LOOKUP_FAILED'))).toBe('bounces.example.com');
+    expect(decideReturnPath(null, 'VERIFIED', withMx('LOOKUP_FAILED'))).toBeNull();
+    expect(decideReturnPath('old.example.com', 'VERIFIED', withMx('LOOKUP_FAILED'))).toBeNull();
+  });
+
+  test('the state the API shows: the host, the envelope sender as a pattern, and why it is not configured', () => {
+    const domain = { name: 'example.com', status: 'VERIFIED' as const, returnPathHost: null };
+    expect(returnPathState({ ...domain, returnPathHost: 'bounces.example.com', records: withMx('VERIFIED') }, returnPath)).toEqual({
+      host: 'bounces.example.com',
+      status: 'ACTIVE',
+      mailFrom: 'b-<token>@bounces.example.com',
+      reason: null,
+    });
+    const off = returnPathState({ ...domain, records: withMx('NOT_FOUND') }, returnPath);
+    expect(off).toMatchObject({ host: 'bounces.example.com', status: 'NOT_CONFIGURED', mailFrom: '<From address>' });
+    expect(off.reason).toBe('No MX record at bounces.example.com: publish MX 10 mx.mailwright.test at bounces.example.com.');
+    expect(returnPathState({ ...domain, records: withMx('MISMATCH') }, returnPath).reason).toMatch(/do not name mx\.mailwright\.test/);
+    expect(returnPathState({ ...domain, records: withMx('LOOKUP_FAILED', { error: 'ETIMEOUT' }) }, returnPath).reason).toMatch(/failed \(ETIMEOUT\)/);
+    expect(returnPathState({ ...domain, records: withMx('PENDING') }, returnPath).reason).toMatch(/not been checked yet/);
+    expect(returnPathState({ ...domain, status: 'PENDING', records: withMx('VERIFIED') }, returnPath).reason).toMatch(/not verified yet/);
+    expect(returnPathState({ ...domain, records: [] }, returnPath).reason).toMatch(/no DNS records/);
   });
 });
 
