@@ -1,12 +1,15 @@
 import { z } from 'zod';
 import type { EmailRecord } from '../../domain/emails/email.service';
+import { EMAIL_STATUSES } from '../../domain/emails/email.entity';
 import { iso } from './time';
 
 export const EmailSchema = z
   .object({
     id: z.string(),
     kind: z.enum(['TRANSACTIONAL', 'MARKETING']),
-    status: z.enum(['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'BOUNCED', 'FAILED', 'CANCELLED']),
+    status: z.enum(EMAIL_STATUSES).meta({
+      description: 'QUEUED, SENDING, SENT, DELIVERED, or final without delivery: BOUNCED, FAILED, CANCELLED, SUPPRESSED (the address is on the suppression list; `error` says why).',
+    }),
     contact: z.string().nullable(),
     template: z.string().nullable(),
     to: z.object({ email: z.string(), name: z.string().nullable() }),

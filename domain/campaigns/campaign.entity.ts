@@ -97,7 +97,7 @@ export const EDITABLE_CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED'] as const satisf
 
 /**
  * A campaign's counters, kept incrementally: `sent`, `failed` and `skipped` by the send activity in the statement
- * that records the outcomes, `audience` by the snapshot, and the engagement counters by the `campaign-stats` outbox
+ * that records the outcomes, `audience` by the snapshot, `suppressed` right after it, and the engagement counters by the `campaign-stats` outbox
  * consumer. `GET /campaigns/:id/stats` reads this one row; nothing scans the recipients.
  */
 export const CampaignStats = defineEntity({
@@ -117,6 +117,8 @@ export const CampaignStats = defineEntity({
     unsubscribed: p.integer().default(0),
     failed: p.integer().default(0),
     skipped: p.integer().default(0),
+    /** Recipients of the snapshot whose address is on the suppression list: their emails are SUPPRESSED, never sent. */
+    suppressed: p.integer().default(0),
     updatedAt: p.datetime().defaultRaw('now()'),
   },
 });

@@ -3,7 +3,8 @@ import { Project } from '../projects/project.entity';
 import { Contact } from '../contacts/contact.entity';
 import { uuidv7 } from '../ids';
 
-const EMAIL_STATUSES = ['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'BOUNCED', 'FAILED', 'CANCELLED'] as const;
+/** SUPPRESSED: never sent, because the address is on the project's suppression list (domain/suppressions); final. */
+export const EMAIL_STATUSES = ['QUEUED', 'SENDING', 'SENT', 'DELIVERED', 'BOUNCED', 'FAILED', 'CANCELLED', 'SUPPRESSED'] as const;
 type EmailStatus = (typeof EMAIL_STATUSES)[number];
 /** TRANSACTIONAL mail reaches unsubscribed contacts; MARKETING mail never does. */
 export type EmailKind = 'TRANSACTIONAL' | 'MARKETING';
