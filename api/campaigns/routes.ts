@@ -3,7 +3,7 @@ import type { ApiDeps } from '../context';
 import { errorResponses } from '../common.schema';
 import { cursorListSchema } from '../presenters/contact.presenter';
 import { CampaignSchema, presentCampaign } from '../presenters/campaign.presenter';
-import { CampaignStatsSchema, presentCampaignStats } from '../presenters/campaign-stats.presenter';
+import { CampaignSendStatsSchema, presentCampaignSendStats } from '../presenters/campaign-stats.presenter';
 import {
   CampaignIdParams,
   CreateCampaignBody,
@@ -222,16 +222,17 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
       "of the project's contact with that address, if there is one (no contact is created or changed), is sent as transactional mail (it " +
       "reaches an unsubscribed contact too), tracks no opens or clicks, and counts in no campaign's stats. Needs sendable content (422) and " +
       'a verified sender domain (403). It counts toward the emails cap like any send: 402 BILLING_LIMIT_EXCEEDED at the cap. 503 when ' +
-      'delivery cannot be queued.',
+      'delivery cannot be queued. An address on the suppression list gets no message: the test email is stored SUPPRESSED and the answer says so.',
     tags: TAGS,
     auth: 'secret',
     ownTransactions: 'Hands the test email to the email intake, which stores and starts it as one unit',
     params: CampaignIdParams,
     body: TestCampaignBody,
     responses: { 200: { description: 'The test email, queued for delivery', schema: TestCampaignResponse }, ...errorResponses(401, 402, 403, 404, 422, 503) },
-    handler: async ({ ctx, params, body, principal }) => ({
-      body: await sendTestEmail(ctx.state.em, deps.intake, principal.projectId, params.id, body.email, billing),
-    }),
+    handler: async ({ ctx, params, body, principal }) => {
+      const { suppressed, ...sent } = await sendTestEmail(ctx.state.em, deps.intake, principal.projectId, params.id, body.email, billing);
+      return { body: { ...sent, status: suppressed ? ('SUPPRESSED' as const) : ('QUEUED' as const), ...(suppressed ? { suppression: { reason: suppressed } } : {}) } };
+    },
   });
 
   routes.add({
@@ -242,7 +243,7 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
     tags: TAGS,
     auth: 'secret',
     params: CampaignIdParams,
-    responses: { 200: { description: 'Counters and rates', schema: CampaignStatsSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params, principal }) => ({ body: presentCampaignStats(await getCampaignStats(ctx.state.em, principal.projectId, params.id)) }),
+    responses: { 200: { description: 'Counters and rates', schema: CampaignSendStatsSchema }, ...errorResponses(401, 404, 422) },
+    handler: async ({ ctx, params, principal }) => ({ body: presentCampaignSendStats(await getCampaignStats(ctx.state.em, principal.projectId, params.id)) }),
   });
 }

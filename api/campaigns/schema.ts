@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SuppressionReasonSchema } from '../presenters/suppression.presenter';
 import { NO_LINE_BREAKS, emailString, nameText, senderName as FromName } from '../validation';
 import { IdCursor, Limit } from '../contacts/schema';
 import { FilterSchema } from '../../domain/filters';
@@ -180,5 +181,7 @@ export const TestCampaignResponse = z
   .object({
     emailId: z.string().meta({ description: 'The test email (GET /emails/:id).' }),
     to: z.string(),
+    status: z.enum(['QUEUED', 'SUPPRESSED']).meta({ description: 'SUPPRESSED: the address is on the suppression list; the test email is stored so and not sent.' }),
+    suppression: z.object({ reason: SuppressionReasonSchema }).optional().meta({ description: 'With SUPPRESSED: why the address is suppressed.' }),
   })
   .meta({ id: 'CampaignTestSend' });

@@ -62,3 +62,12 @@ export function presentCampaignStats(s: CampaignStatsView): CampaignStatsBody {
     updatedAt: iso(s.updatedAt),
   };
 }
+
+/** GET /campaigns/:id/stats: the counters and rates, and how many recipients the suppression list kept from the send. */
+export const CampaignSendStatsSchema = CampaignStatsSchema.extend({
+  suppressed: count('Recipients of the snapshot whose address is on the suppression list: their emails are SUPPRESSED, never sent (not in `sent`).'),
+}).meta({ id: 'CampaignSendStats', description: "A campaign's counters and rates (as CampaignStats), and its recipients kept from the send by the suppression list." });
+
+export function presentCampaignSendStats(s: CampaignStatsView & { suppressed: number }): z.infer<typeof CampaignSendStatsSchema> {
+  return { ...presentCampaignStats(s), suppressed: s.suppressed };
+}

@@ -2,7 +2,7 @@ import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
 import { IDEMPOTENCY_KEY, MAX_RECIPIENTS, SendBody, SendResponse } from './schema';
 import { errorResponses } from '../common.schema';
-import { acceptSend, sendStored, type AcceptedEmail } from '../../domain/emails/send.service';
+import { acceptSend, storedSend, type AcceptedEmail } from '../../domain/emails/send.service';
 import { withIdempotency } from '../../domain/idempotency/idempotency';
 import { badRequest } from '../../domain/errors';
 import type { Address } from '../../domain/emails/email.entity';
@@ -36,6 +36,9 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
       'and while the first request is in flight 409 `IDEMPOTENCY_KEY_IN_USE`.',
       '\n\nBilling caps: a call whose recipients would pass the emails (or contacts) cap of the project is refused whole with 402 `BILLING_LIMIT_EXCEEDED`, nothing stored.',
       '\n\nThe call returns once the emails are stored and their delivery workflow has started.',
+      '\n\nSuppressed addresses: a recipient on the project\'s suppression list (GET /suppressions) is still upserted as a contact, and its ',
+      'email is stored with the final status SUPPRESSED (`error` says why) and never sent; its item answers `status: "SUPPRESSED"` and ',
+      '`suppression.reason`. The call succeeds for the other recipients; an item without suppression answers `status: "QUEUED"`.',
     ].join(''),
     tags: ['Public API'],
     auth: 'secret',
@@ -48,20 +51,30 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
       if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
         throw badRequest('Invalid Idempotency-Key header', 'Use at most 255 printable ASCII characters, e.g. a UUID.');
       }
-      const respond = (accepted: AcceptedEmail[]) => ({
-        success: true as const,
-        data: {
-          emails: accepted.map((a) => ({ contact: { id: a.contactId, email: a.contactEmail }, email: a.emailId })),
-          timestamp: new Date().toISOString(),
-        },
+      const item = (a: AcceptedEmail) => ({
+        contact: { id: a.contactId, email: a.contactEmail },
+        email: a.emailId,
+        status: a.suppressed ? ('SUPPRESSED' as const) : ('QUEUED' as const),
+        ...(a.suppressed ? { suppression: { reason: a.suppressed } } : {}),
       });
+      const respond = (accepted: AcceptedEmail[]) => ({ success: true as const, data: { emails: accepted.map(item), timestamp: new Date().toISOString() } });
       type Response = ReturnType<typeof respond>;
-      const isStored = (reserved: Response) => sendStored(ctx.state.em, reserved.data.emails.map((e) => e.email));
-      const result = await withIdempotency(ctx.state.em, { projectId: principal.projectId, key, body, isStored }, async (reserve) => {
+      // The response reserved before the store cannot know which addresses the store found suppressed: a replay of it
+      // (its request's process died after storing) takes that from the stored emails.
+      const stored = async (reserved: Response): Promise<Response | undefined> => {
+        const found = await storedSend(ctx.state.em, reserved.data.emails.map((e) => e.email));
+        if (found.size === 0) return undefined;
+        const emails = reserved.data.emails.map((e) => {
+          const s = found.get(e.email);
+          if (!s?.suppressed) return e;
+          return { ...e, status: 'SUPPRESSED' as const, ...(s.reason ? { suppression: { reason: s.reason } } : {}) };
+        });
+        return { ...reserved, data: { ...reserved.data, emails } };
+      };
+      const result = await withIdempotency(ctx.state.em, { projectId: principal.projectId, key, body, stored }, async (reserve) => {
         const from = body.from === undefined ? undefined : toAddress(body.from);
         if (from && !from.name && body.name) from.name = body.name;
-        let response: Response | undefined;
-        await acceptSend(
+        const accepted = await acceptSend(
           ctx.state.em,
           { intake: deps.intake, contacts: deps.contactIntake, domainCache: deps.caches.domains, templateCache: deps.caches.templates, limits: deps.config.limits, billing },
           {
@@ -81,9 +94,9 @@ export function sendRoutes(routes: Routes, deps: ApiDeps): void {
           },
           // With an Idempotency-Key, the response is reserved before the emails are stored: a retry after this process
           // dies replays it if they were stored, and sends them again only if they were not.
-          { beforeStore: (accepted) => reserve((response = respond(accepted))) },
+          { beforeStore: (beforeStore) => reserve(respond(beforeStore)) },
         );
-        return { status: 200, body: response! };
+        return { status: 200, body: respond(accepted) };
       });
       if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
       return { status: result.status, body: result.body };

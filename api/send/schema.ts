@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { NO_LINE_BREAKS, emailString } from '../validation';
 import { CONTROL, SPACE, caseInsensitive } from '../../domain/text';
+import { SuppressionReasonSchema } from '../presenters/suppression.presenter';
 
 export const MAX_RECIPIENTS = 50;
 const MAX_ATTACHMENTS = 10;
@@ -116,7 +117,20 @@ export const SendResponse = z
   .object({
     success: z.literal(true),
     data: z.object({
-      emails: z.array(z.object({ contact: z.object({ id: z.string(), email: z.string() }), email: z.string() })),
+      emails: z.array(
+        z.object({
+          contact: z.object({ id: z.string(), email: z.string() }),
+          email: z.string().meta({ description: 'The email id (GET /emails/:id).' }),
+          status: z.enum(['QUEUED', 'SUPPRESSED']).meta({
+            description:
+              'QUEUED: handed to delivery. SUPPRESSED: the address is on the suppression list; the email is stored with this final status and is never sent.',
+          }),
+          suppression: z
+            .object({ reason: SuppressionReasonSchema })
+            .optional()
+            .meta({ description: 'With SUPPRESSED: why the address is suppressed (its entry: GET /suppressions?email=...).' }),
+        }),
+      ),
       timestamp: z.iso.datetime(),
     }),
   })

@@ -47,7 +47,7 @@ export function webhookRoutes(routes: Routes, deps: ApiDeps): void {
       }
       const report = parseSesReport(msg.Message);
       if (!report) return { body: { outcome: 'not_a_report', events: [] } };
-      return { body: await applySesReport(ctx.state.em, msg.MessageId, report) };
+      return { body: await applySesReport(ctx.state.em, msg.MessageId, report, deps.config.suppression) };
     },
   });
 }

@@ -7,6 +7,7 @@ import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type Template
 import { insertEmails } from '../emails/email-intake';
 import { sql, statement } from '../db/sql';
 import { deliverBatch, markEmailsFailed } from '../emails/delivery';
+import { suppressedError } from '../suppressions/suppression.service';
 import type { SecretBox } from '../domains/secret-box';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
 import { compileFilter, asFilter } from '../filters';
@@ -151,7 +152,9 @@ const AUTOMATION_SEND_READ = statement(
  * SEND_EMAIL: the step's template through the composer (contact data, `{{ context.* }}`), stored as an `emails` row
  * under an id derived from the run and the step's number, then delivered by the same claim-and-send as /v1/send.
  * A repeat finds the row: an email already sent is never sent again. Marketing templates skip unsubscribed
- * contacts (CANCELLED); a 5xx reply is BOUNCED; transient failures are retried (thrown) for up to a day.
+ * contacts (CANCELLED); an address on the suppression list is never mailed (SUPPRESSED, found by the insert or, for one
+ * suppressed since, by the delivery's claim); a 5xx reply is BOUNCED; transient failures are retried (thrown) for up
+ * to a day. The run goes on after each of them.
  */
 export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input: SendStepInput): Promise<StepOutcome> {
   const emailId = uuidFromName(`${input.workflowId}#${input.seq}`);
@@ -201,7 +204,8 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
       if (err instanceof AppError) return { status: 'FAILED', error: err.message };
       throw err;
     }
-    await insertEmails(em, input.projectId, input.workflowId, [newEmailOf(composed, input.projectId)]);
+    const suppressed = (await insertEmails(em, input.projectId, input.workflowId, [newEmailOf(composed, input.projectId)])).get(emailId);
+    if (suppressed) return { emailId, status: 'SUPPRESSED', error: suppressedError(suppressed) };
     existing = { status: 'QUEUED', createdAt: new Date().toISOString(), error: null };
   }
   if (existing.status !== 'QUEUED' && existing.status !== 'SENDING') return { emailId, status: existing.status, ...(existing.error ? { error: existing.error } : {}) };
@@ -213,6 +217,8 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
       return { emailId, status: 'BOUNCED', error: outcome.response };
     case 'CANCELLED':
       return { emailId, status: 'CANCELLED', error: outcome.reason };
+    case 'SUPPRESSED':
+      return { emailId, status: 'SUPPRESSED', error: suppressedError(outcome.reason) };
     case 'RETRY':
       if (Date.now() - new Date(existing.createdAt).getTime() < SEND_RETRY_WINDOW_MS) throw new Error(outcome.error);
       await markEmailsFailed(em, [emailId], `Delivery gave up after a day: ${outcome.error}`, 'automation');

@@ -228,7 +228,7 @@ export function campaignRates(c: CampaignCounters): CampaignRates {
   };
 }
 
-type StatsRow = CampaignCounters & { campaignId: string; updatedAt: Date | null };
+type StatsRow = CampaignCounters & { campaignId: string; suppressed: number; updatedAt: Date | null };
 
 const CAMPAIGN_STATS_GET = statement(
   'campaign_stats_get',
@@ -237,7 +237,7 @@ const CAMPAIGN_STATS_GET = statement(
     coalesce(s.opened_unique, 0) as "openedUnique", coalesce(s.opened_total, 0) as "openedTotal",
     coalesce(s.clicked_unique, 0) as "clickedUnique", coalesce(s.clicked_total, 0) as "clickedTotal",
     coalesce(s.bounced, 0) as bounced, coalesce(s.complained, 0) as complained, coalesce(s.unsubscribed, 0) as unsubscribed,
-    coalesce(s.failed, 0) as failed, coalesce(s.skipped, 0) as skipped, s.updated_at as "updatedAt"
+    coalesce(s.failed, 0) as failed, coalesce(s.skipped, 0) as skipped, coalesce(s.suppressed, 0) as suppressed, s.updated_at as "updatedAt"
   from campaigns c left join campaign_stats s on s.campaign_id = c.id
   where c.id = $1 and c.project_id = $2`,
 );
@@ -247,7 +247,7 @@ const CAMPAIGN_STATS_GET = statement(
  * emails. Zeros and no `updatedAt` before the send started (no counters yet). 404 when the campaign is not the
  * project's.
  */
-export async function getCampaignStats(em: EntityManager, projectId: string, campaignId: string): Promise<CampaignStatsView> {
+export async function getCampaignStats(em: EntityManager, projectId: string, campaignId: string): Promise<CampaignStatsView & { suppressed: number }> {
   const [row] = await sql(em).query<StatsRow>(
     CAMPAIGN_STATS_GET,
     [campaignId, projectId],

@@ -9,6 +9,7 @@ import { uuidv7 } from '../ids';
 import { normalizeEmail } from '../contacts/email-address';
 import type { ContactData } from '../contacts/contact.entity';
 import { composeEmail, newEmailOf, prepareMessage } from '../compose/composer';
+import type { SuppressionReason } from '../suppressions/suppression.entity';
 import type { EmailIntake } from '../emails/email-intake';
 import { resolveCampaignMessage } from './campaign-send';
 import { countAudience } from './audience';
@@ -352,6 +353,8 @@ export async function duplicateCampaign(em: EntityManager, projectId: string, id
 export interface TestSendResult {
   emailId: string;
   to: string;
+  /** Set when the address is on the suppression list: the test email is stored SUPPRESSED and not sent. */
+  suppressed?: SuppressionReason;
 }
 
 const CAMPAIGN_TEST_CONTACT = statement('campaign_test_contact', 'select id, email, data from contacts where project_id = $1 and email = $2');
@@ -362,6 +365,8 @@ const CAMPAIGN_TEST_CONTACT = statement('campaign_test_contact', 'select id, ema
  * TRANSACTIONAL so it reaches an unsubscribed tester, has no campaign id so no campaign counts it, tracks nothing so
  * a tester's opens and clicks never become a contact's events, and goes through the email intake like any email.
  * No contact is created or changed: without one, the links are signed for a throw-away id and the row has no contact.
+ * A suppressed address gets no test message either (the intake stores it SUPPRESSED): another bounce or complaint
+ * hurts the sender's reputation whatever the message.
  */
 export async function sendTestEmail(em: EntityManager, intake: EmailIntake, projectId: string, id: string, to: string, billing?: BillingGuard): Promise<TestSendResult> {
   const resolved = await resolveCampaignMessage(em, await campaignRow(em, projectId, id));
@@ -381,6 +386,6 @@ export async function sendTestEmail(em: EntityManager, intake: EmailIntake, proj
   });
   const composed = composeEmail(message, { contactId: contact?.id ?? uuidv7(), email: contact?.email ?? email, data: contact?.data ?? {} });
   // emails.contact_id references contacts: a throw-away id cannot be stored, so the row has none (delivery allows it).
-  await intake.submit(projectId, [{ ...newEmailOf(composed, projectId), contactId: contact?.id ?? null }]);
-  return { emailId: composed.emailId, to: composed.to.email };
+  const [suppressed] = await intake.submit(projectId, [{ ...newEmailOf(composed, projectId), contactId: contact?.id ?? null }]);
+  return { emailId: composed.emailId, to: composed.to.email, ...(suppressed ? { suppressed } : {}) };
 }

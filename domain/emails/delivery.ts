@@ -15,14 +15,22 @@ import { selectList } from '../db/rows';
 import { LruCache } from '../cache/lru';
 import type { EmailRow } from './email.entity';
 import { AUTOMATION_RUN_ID_PREFIX } from '../../temporal/workflow-ids';
+import { suppressedReasonSql, upsertSuppressionsSql } from '../suppressions/suppression.repository';
+import { smtpRefusalSuppresses, suppressedError } from '../suppressions/suppression.service';
+import type { SuppressionReason } from '../suppressions/suppression.entity';
 
-/** What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). */
+/**
+ * What happened to one email in one delivery attempt. RETRY means a transient failure (4xx, connection). A REJECTED
+ * email's address is suppressed when the refusal was about the address (`suppressed`); a SUPPRESSED email's address was
+ * on the suppression list when it was claimed, so nothing was sent.
+ */
 export type DeliveryOutcome =
   | { emailId: string; status: 'SENT'; messageId: string; response: string }
-  | { emailId: string; status: 'REJECTED'; response: string }
+  | { emailId: string; status: 'REJECTED'; response: string; suppressed: boolean }
   | { emailId: string; status: 'RETRY'; error: string }
   | { emailId: string; status: 'SKIPPED'; reason: string }
-  | { emailId: string; status: 'CANCELLED'; reason: string };
+  | { emailId: string; status: 'CANCELLED'; reason: string }
+  | { emailId: string; status: 'SUPPRESSED'; reason: SuppressionReason };
 
 /** A claimed email with what its delivery needs besides (the contact's subscription, the sender domain's DKIM key). */
 type ClaimedEmail = Pick<
@@ -32,6 +40,8 @@ type ClaimedEmail = Pick<
   SealedDkimKey & {
     /** The contact's subscription now (null: the contact was deleted). */
     subscribed: boolean | null;
+    /** Why the address is on the suppression list now, if it is. */
+    suppressed: SuppressionReason | null;
   };
 
 const CLAIMED_COLUMNS = [
@@ -69,6 +79,8 @@ export interface SmtpError extends Error {
   responseCode?: number;
   response?: string;
   code?: string;
+  /** The SMTP command the reply answered (`RCPT TO`, `DATA`, ...). */
+  command?: string;
 }
 
 /** A 5xx SMTP reply is permanent; everything else (4xx, timeouts, refused connections) is worth retrying. */
@@ -89,7 +101,7 @@ const DELIVERY_CLAIM = statement(
     where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
     returning ${selectList<ClaimedEmail>(CLAIMED_COLUMNS)}
   )
-  select c.*, ct.subscribed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
+  select c.*, ct.subscribed, ${suppressedReasonSql('c."projectId"', 'c."toEmail"')} as suppressed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
   from claimed c
   left join contacts ct on ct.id = c."contactId"
   left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
@@ -115,13 +127,15 @@ export async function deliverBatch(
     [input.workflowId ?? null, input.emailIds],
   );
   const byId = new Map(claimed.map((r) => [r.id, r]));
-  // Marketing mail is checked against the subscription at the moment it would be sent, not when it was accepted.
-  const sendable = claimed.filter((r) => r.kind !== 'MARKETING' || r.subscribed === true);
+  // The suppression list and, for marketing mail, the subscription are checked at the moment the email would be sent,
+  // not when it was accepted: an address suppressed by a bounce or complaint meanwhile is not mailed again.
+  const sendable = claimed.filter((r) => !r.suppressed && (r.kind !== 'MARKETING' || r.subscribed === true));
   const attachments = await loadAttachments(em, sendable.flatMap((r) => r.attachmentIds));
   const outcomes = await Promise.all(
     input.emailIds.map(async (emailId): Promise<DeliveryOutcome> => {
       const row = byId.get(emailId);
       if (!row) return { emailId, status: 'SKIPPED', reason: 'not QUEUED or SENDING (already final, or deleted)' };
+      if (row.suppressed) return { emailId, status: 'SUPPRESSED', reason: row.suppressed };
       if (row.kind === 'MARKETING' && row.subscribed !== true) {
         return { emailId, status: 'CANCELLED', reason: row.subscribed === false ? 'The contact is unsubscribed; marketing mail is never sent to unsubscribed contacts' : 'The contact was deleted' };
       }
@@ -152,7 +166,7 @@ export async function deliverBatch(
       } catch (err) {
         const e = err as SmtpError;
         const detail = e.response ?? e.message;
-        if (isPermanentSmtpFailure(err)) return { emailId, status: 'REJECTED', response: detail };
+        if (isPermanentSmtpFailure(err)) return { emailId, status: 'REJECTED', response: detail, suppressed: smtpRefusalSuppresses(e) };
         return { emailId, status: 'RETRY', error: `Attempt ${input.attempt}: ${detail}` };
       }
     }),
@@ -169,6 +183,7 @@ const OUTCOME_STATUS: Record<DeliveryOutcome['status'], EmailOutcomeStatus> = {
   RETRY: 'retry',
   SKIPPED: 'skipped',
   CANCELLED: 'cancelled',
+  SUPPRESSED: 'suppressed',
 };
 
 const DELIVERY_RECORD_RETRY = statement('delivery_record_retry', `update emails e set error = v.err, updated_at = now() from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id`);
@@ -179,11 +194,21 @@ const DELIVERY_RECORD_CANCELLED = statement(
   from unnest($1::uuid[], $2::text[]) as v(id, reason) where e.id = v.id`,
 );
 
-const DELIVERY_RECORD_REJECTED = statement('delivery_record_rejected', `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+const DELIVERY_RECORD_SUPPRESSED = statement(
+  'delivery_record_suppressed',
+  `update emails e set status = 'SUPPRESSED', error = v.error, updated_at = now()
+  from unnest($1::uuid[], $2::text[]) as v(id, error) where e.id = v.id`,
+);
+
+// A refusal about the address (`suppress`) puts it on the suppression list in the statement that records the bounce.
+const DELIVERY_RECORD_REJECTED = statement('delivery_record_rejected', `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[], $5::bool[]) as v(id, resp, event_id, suppress)),
        upd as (
          update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
          from v where e.id = v.id
-         returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+         returning e.id, e.project_id, e.contact_id, e.to_email, v.resp, v.event_id, v.suppress
+       ),
+       suppressed as (
+         ${upsertSuppressionsSql(`select project_id, to_email as email, 'hard_bounce'::text as reason, 'smtp'::text as source, resp as detail, id as email_id from upd where suppress`)}
        )
        ${insertEventsSql(
          {
@@ -230,6 +255,7 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
   const rejected = outcomes.filter((o) => o.status === 'REJECTED');
   const retry = outcomes.filter((o) => o.status === 'RETRY');
   const cancelled = outcomes.filter((o) => o.status === 'CANCELLED');
+  const suppressed = outcomes.filter((o) => o.status === 'SUPPRESSED');
   if (sent.length) {
     await sql(em).query(
       DELIVERY_RECORD_SENT,
@@ -239,13 +265,19 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
   if (rejected.length) {
     await sql(em).query(
       DELIVERY_RECORD_REJECTED,
-      [rejected.map((o) => o.emailId), rejected.map((o) => o.response), rejected.map(() => uuidv7()), attempt],
+      [rejected.map((o) => o.emailId), rejected.map((o) => o.response), rejected.map(() => uuidv7()), attempt, rejected.map((o) => o.suppressed)],
     );
   }
   if (cancelled.length) {
     await sql(em).query(
       DELIVERY_RECORD_CANCELLED,
       [cancelled.map((o) => o.emailId), cancelled.map((o) => o.reason)],
+    );
+  }
+  if (suppressed.length) {
+    await sql(em).query(
+      DELIVERY_RECORD_SUPPRESSED,
+      [suppressed.map((o) => o.emailId), suppressed.map((o) => suppressedError(o.reason))],
     );
   }
   if (retry.length) {

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql';
+import { reasonOfSuppressedError } from '../suppressions/suppression.service';
 import type { Address } from './email.entity';
 import type { ContactData } from '../contacts/contact.entity';
 import type { ContactIntake } from '../contacts/contact-intake';
@@ -11,6 +12,7 @@ import { composeEmail, newEmailOf, prepareMessage, resolveMessage, type Composed
 import type { EmailIntake, NewEmail } from './email-intake';
 import { deleteUnsentAttachments, storeAttachments, type AttachmentInput, type DecodedAttachment } from './attachments';
 import type { BillingGuard } from '../billing/billing.service';
+import type { SuppressionReason } from '../suppressions/suppression.entity';
 
 export interface SendRequest {
   projectId: string;
@@ -32,6 +34,8 @@ export interface AcceptedEmail {
   contactId: string;
   contactEmail: string;
   emailId: string;
+  /** Set when the address is on the suppression list: the email is stored SUPPRESSED and never sent. */
+  suppressed?: SuppressionReason;
 }
 
 export interface SendLimits {
@@ -53,7 +57,8 @@ const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
  * domain and the attachments, prepares the message once (compose/composer.ts: MJML, Liquid, the links to track), then
  * gives each recipient in sequence its own contact upsert and its own composed email (Liquid over the contact's data,
  * the call's data and the always-available variables, tracking and, for marketing mail, the unsubscribe headers). The
- * call returns once the emails are stored and their delivery workflow has started (EmailIntake). Nothing is stored
+ * call returns once the emails are stored and their delivery workflow has started (EmailIntake); an email to a
+ * suppressed address is stored SUPPRESSED instead, and comes back marked (`suppressed`). Nothing is stored
  * for an invalid request: every check that can fail runs first. `hooks.beforeStore` runs once everything is checked,
  * just before the emails are stored (an idempotent request reserves its response there).
  */
@@ -104,16 +109,17 @@ export async function acceptSend(
   }
   const attachmentIds = attachments.length ? await storeAttachments(em, req.projectId, attachments) : [];
   const emails: NewEmail[] = composed.map((e) => newEmailOf(e, req.projectId, attachmentIds));
+  let suppressed: (SuppressionReason | null)[];
   try {
     await hooks.beforeStore?.(accepted);
-    await deps.intake.submit(req.projectId, emails);
+    suppressed = await deps.intake.submit(req.projectId, emails);
   } catch (err) {
     // The caller is told nothing was accepted: its files go too, unless some of its emails may still be sent. Best
     // effort: the caller's answer is the intake's error either way.
     if (attachmentIds.length) await deleteUnsentAttachments(em, attachmentIds, accepted.map((a) => a.emailId)).catch(() => undefined);
     throw err;
   }
-  return accepted;
+  return accepted.map((a, i) => (suppressed[i] ? { ...a, suppressed: suppressed[i] } : a));
 }
 
 function decodeAttachments(items: AttachmentInput[], limits: SendLimits): DecodedAttachment[] {
@@ -140,9 +146,14 @@ function decodeAttachments(items: AttachmentInput[], limits: SendLimits): Decode
   return decoded;
 }
 
-/** Whether the emails of an accepted send were stored (the intake stores a call's emails with one statement: all or none). */
-export async function sendStored(em: EntityManager, emailIds: string[]): Promise<boolean> {
-  if (!emailIds.length) return false;
-  const [row] = await sql(em).query<{ n: number }>(`select count(*)::int as n from emails where id = any($1::uuid[])`, [`{${emailIds.join(',')}}`]);
-  return (row?.n ?? 0) > 0;
+/**
+ * What the intake decided for each email of an accepted send, by id (`suppressed` set for one stored SUPPRESSED, with
+ * its reason); empty when they were not stored (the intake stores a call's emails with one statement: all or none).
+ */
+export async function storedSend(em: EntityManager, emailIds: string[]): Promise<Map<string, { suppressed: boolean; reason?: SuppressionReason }>> {
+  if (!emailIds.length) return new Map();
+  const rows = await sql(em).query<{ id: string; status: string; error: string | null }>(`select id, status, error from emails where id = any($1::uuid[])`, [
+    `{${emailIds.join(',')}}`,
+  ]);
+  return new Map(rows.map((r) => [r.id, r.status === 'SUPPRESSED' ? { suppressed: true, reason: reasonOfSuppressedError(r.error) } : { suppressed: false }]));
 }

@@ -37,15 +37,16 @@ const inUse = () => conflict('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idem
  * (or taking over a row older than the TTL); a concurrent request with the same key waits on nothing and gets 409
  * `IDEMPOTENCY_KEY_IN_USE` while the first is in flight; a different body under a used key gets 409
  * `IDEMPOTENCY_KEY_MISMATCH`. A claim older than the lease whose request never answered is the claim of a dead
- * process: if its reserved response (written just before the work is stored) says work that `isStored` finds, that
- * response is the key's, and is replayed; otherwise nothing was stored and the key is taken over.
+ * process: if its reserved response (written just before the work is stored) says work that `stored` finds, that
+ * response (as `stored` completes it with what only the store decided) is the key's, and is replayed; otherwise
+ * nothing was stored and the key is taken over.
  */
 async function claimIdempotencyKey(
   em: EntityManager,
   projectId: string,
   key: string,
   hash: string,
-  isStored: ((reserved: unknown) => Promise<boolean>) | undefined,
+  stored: ((reserved: unknown) => Promise<unknown>) | undefined,
 ): Promise<IdempotencyClaim> {
   const claimed = await sql(em).query<{ token: string }>(
     `insert into idempotency_keys (project_id, key, request_hash) values ($1, $2, $3)
@@ -73,13 +74,13 @@ async function claimIdempotencyKey(
   if (row.statusCode !== null) return { kind: 'replay', statusCode: row.statusCode, response: row.response };
   if (!row.stale) throw inUse();
   // The claimant is presumed dead. What it reserved and stored is the key's answer; if it stored nothing, run again.
-  if (row.response !== null && isStored && (await isStored(row.response))) {
-    await sql(em).run(`update idempotency_keys set status_code = 200 where project_id = $1 and key = $2 and created_at = $3::timestamptz and status_code is null`, [
-      projectId,
-      key,
-      row.token,
-    ]);
-    return { kind: 'replay', statusCode: 200, response: row.response };
+  const response = row.response !== null && stored ? await stored(row.response) : undefined;
+  if (response !== undefined) {
+    await sql(em).run(
+      `update idempotency_keys set status_code = 200, response = $4 where project_id = $1 and key = $2 and created_at = $3::timestamptz and status_code is null`,
+      [projectId, key, row.token, JSON.stringify(response)],
+    );
+    return { kind: 'replay', statusCode: 200, response };
   }
   const taken = await sql(em).one<{ token: string }>(
     `update idempotency_keys set created_at = now(), response = null where project_id = $1 and key = $2 and created_at = $3::timestamptz and status_code is null
@@ -126,17 +127,18 @@ export async function purgeExpiredIdempotencyKeys(em: EntityManager): Promise<nu
  * Runs `handler` at most once per key within the TTL: the first response is stored and returned again for a retry
  * with the same body. A failure (an AppError or anything else) releases the key, since nothing was accepted. A
  * handler whose work can outlive its process (stored, then the process killed before it answers) calls `reserve` with
- * its response just before storing the work, and `scope.isStored` tells from a reserved response whether the work was
- * stored: a retry after the lease then replays it instead of doing the work again.
+ * its response just before storing the work, and `scope.stored` tells from a reserved response whether the work was
+ * stored, answering the response to replay (the reserved one, completed with what the store decided) or undefined:
+ * a retry after the lease then replays it instead of doing the work again.
  */
 export async function withIdempotency<T>(
   em: EntityManager,
-  scope: { projectId: string; key: string | undefined; body: unknown; isStored?: (reserved: T) => Promise<boolean> },
+  scope: { projectId: string; key: string | undefined; body: unknown; stored?: (reserved: T) => Promise<T | undefined> },
   handler: (reserve: (response: T) => Promise<void>) => Promise<{ status: number; body: T }>,
 ): Promise<{ status: number; body: T; replayed: boolean }> {
   const { projectId, key } = scope;
   if (!key) return { ...(await handler(async () => undefined)), replayed: false };
-  const claim = await claimIdempotencyKey(em, projectId, key, requestHash(scope.body), scope.isStored as ((r: unknown) => Promise<boolean>) | undefined);
+  const claim = await claimIdempotencyKey(em, projectId, key, requestHash(scope.body), scope.stored as ((r: unknown) => Promise<unknown>) | undefined);
   if (claim.kind === 'replay') return { status: claim.statusCode, body: claim.response as T, replayed: true };
   let result: { status: number; body: T };
   try {

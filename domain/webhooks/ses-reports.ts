@@ -6,6 +6,7 @@ import { uuidv7 } from '../ids';
 import { insertEventsSql, sqlName, type RecordedEvent, type SystemEventData, type SystemEventName } from '../events/event-writer';
 import { messageIdFor } from '../emails/delivery';
 import { SNS_MESSAGE_RETENTION_MS } from './sns';
+import { recordSoftBounce, suppress, type SoftBouncePolicy } from '../suppressions/suppression.service';
 
 /**
  * Amazon SES delivery reports (Delivery, Bounce, Complaint), as SES publishes them to SNS: either identity
@@ -124,6 +125,7 @@ export interface ReportResult {
 
 interface LockedEmail {
   id: string;
+  projectId: string;
   status: string;
   fromEmail: string;
   toEmail: string;
@@ -146,15 +148,17 @@ async function pruneProcessedMessages(em: EntityManager, now: number): Promise<v
  * transaction as the changes it causes, so a redelivery (or a concurrent duplicate, which waits on the email's row
  * lock) records nothing new, and a failure rolls both back for SNS to retry. A report of an email not yet recorded
  * as SENT (the relay reported faster than our own write of SENT) answers 503, so SNS retries it a little later.
+ * Permanent bounces and complaints suppress the email's address, transient bounces count towards suppressing it
+ * (`softBounces`), in the same transaction.
  */
-export async function applySesReport(em: EntityManager, snsMessageId: string, report: SesReport, now = Date.now()): Promise<ReportResult> {
+export async function applySesReport(em: EntityManager, snsMessageId: string, report: SesReport, softBounces: SoftBouncePolicy, now = Date.now()): Promise<ReportResult> {
   const ours = parseOurMessageId(report.messageIdHeader);
   if (!ours) return { outcome: 'unknown_email', events: [] };
   await pruneProcessedMessages(em, now);
   const recorded: EventRow[] = [];
   const outcome = await em.transactional(async (tx): Promise<ReportOutcome> => {
     const [email] = await sql(tx).query<LockedEmail>(
-      `select id, status, from_email as "fromEmail", to_email as "toEmail" from emails where id = $1 for update`,
+      `select id, project_id as "projectId", status, from_email as "fromEmail", to_email as "toEmail" from emails where id = $1 for update`,
       [ours.emailId],
     );
     // The whole Message-ID must be ours, not only a uuid that happens to match.
@@ -167,12 +171,35 @@ export async function applySesReport(em: EntityManager, snsMessageId: string, re
       [snsMessageId],
     );
     if (!fresh) return 'duplicate';
+    await suppressFor(tx, email, report, softBounces);
     const rows = await applyReport(tx, email, report);
     if (rows === null) return 'unchanged';
     recorded.push(...rows);
     return 'applied';
   });
   return { outcome, emailId: outcome === 'unknown_email' ? undefined : ours.emailId, events: recorded.map((r) => r.name) };
+}
+
+/** Transient bounce subtypes that say something about the address; the others (content, size) are about the message. */
+const ADDRESS_SOFT_BOUNCES = new Set(['General', 'MailboxFull']);
+
+/**
+ * What a report does to the suppression list: the email's own recipient (not the address the report names, so a
+ * report can only ever touch the address we sent to) is suppressed by a permanent bounce (hard_bounce) or a complaint,
+ * and a transient bounce that is about the mailbox counts towards SUPPRESS_SOFT_BOUNCES.
+ */
+async function suppressFor(tx: EntityManager, email: LockedEmail, report: SesReport, softBounces: SoftBouncePolicy): Promise<void> {
+  const target = { projectId: email.projectId, email: email.toEmail, source: 'ses', emailId: email.id };
+  if (report.kind === 'Complaint') {
+    await suppress(sql(tx), { ...target, reason: 'complaint', detail: report.complaint.complaintFeedbackType ?? 'complaint' });
+    return;
+  }
+  if (report.kind !== 'Bounce') return;
+  const b = report.bounce;
+  const recipient = b.bouncedRecipients.find((r) => r.emailAddress.toLowerCase() === email.toEmail.toLowerCase()) ?? b.bouncedRecipients[0];
+  const detail = recipient?.diagnosticCode ?? `${b.bounceType}${b.bounceSubType ? `/${b.bounceSubType}` : ''}`;
+  if (b.bounceType === 'Permanent') await suppress(sql(tx), { ...target, reason: 'hard_bounce', detail });
+  else if (b.bounceType === 'Transient' && ADDRESS_SOFT_BOUNCES.has(b.bounceSubType ?? 'General')) await recordSoftBounce(sql(tx), { ...target, detail }, softBounces);
 }
 
 /** The changes of one report inside the transaction; null when the email's state makes it a no-op. */

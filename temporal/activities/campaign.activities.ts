@@ -3,6 +3,7 @@ import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { createRenderPool } from '../../domain/campaigns/render-pool';
 import { BillingGuard } from '../../domain/billing/billing.service';
+import { suppressCampaignRecipients } from '../../domain/campaigns/campaign-suppression';
 import { beginCampaignSend, sendCampaignPartition, settleCampaign, type BeginResult, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
 
 /** How long one partition call sends before it returns to the workflow (a round: a few history events). */
@@ -12,11 +13,16 @@ export function createCampaignActivities(deps: ActivityDeps) {
   const secretBox = new SecretBox(deps.config.appSecret); // unseals the sender domain's DKIM key
   const renderPool = deps.renderPool ?? createRenderPool(0);
   return {
-    /** Starts sending once the time has come: fixes the content, snapshots the audience. Idempotent. */
+    /**
+     * Starts sending once the time has come: fixes the content, snapshots the audience, and ends the snapshot's
+     * suppressed recipients as SUPPRESSED before any partition runs. Idempotent.
+     */
     async beginCampaignSend(
       input: { campaignId: string },
     ): Promise<Exclude<BeginResult, { state: 'started' }> | { state: 'started'; audience: number; partitions: number; retryDelaysMs: number[] }> {
-      const begun = await beginCampaignSend(deps.orm.em.fork(), input.campaignId, new Date(), new BillingGuard(deps.config.billing));
+      const em = deps.orm.em.fork();
+      const begun = await beginCampaignSend(em, input.campaignId, new Date(), new BillingGuard(deps.config.billing));
+      if (begun.state === 'started') await suppressCampaignRecipients(em, input.campaignId);
       // The run's shape comes from this worker's configuration, recorded in the history with the result.
       return begun.state === 'started' ? { ...begun, partitions: deps.config.campaigns.partitions, retryDelaysMs: deps.config.campaigns.retryDelaysMs } : begun;
     },

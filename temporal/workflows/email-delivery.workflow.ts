@@ -53,7 +53,8 @@ export async function emailDelivery(input: EmailDeliveryInput): Promise<EmailDel
     for (const o of outcomes) {
       if (o.status === 'SENT') result.sent++;
       else if (o.status === 'REJECTED') result.rejected++;
-      else if (o.status === 'SKIPPED' || o.status === 'CANCELLED') result.skipped++;
+      // Not sent, and final: unsubscribed (marketing), suppressed, or already final when claimed.
+      else if (o.status === 'SKIPPED' || o.status === 'CANCELLED' || o.status === 'SUPPRESSED') result.skipped++;
       else pending.push(o.emailId);
     }
     if (pending.length === 0) break;

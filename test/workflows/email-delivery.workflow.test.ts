@@ -53,7 +53,7 @@ describe('emailDelivery workflow', () => {
           emailId === 'b' && i.attempt === 1
             ? { emailId, status: 'RETRY', error: '451' }
             : emailId === 'c'
-              ? { emailId, status: 'REJECTED', response: '550' }
+              ? { emailId, status: 'REJECTED', response: '550', suppressed: true }
               : { emailId, status: 'SENT', messageId: `<${emailId}>`, response: '250' },
         );
       },

@@ -58,7 +58,7 @@ select c.id as "campaignId",
   coalesce(s.opened_unique, 0) as "openedUnique", coalesce(s.opened_total, 0) as "openedTotal",
   coalesce(s.clicked_unique, 0) as "clickedUnique", coalesce(s.clicked_total, 0) as "clickedTotal",
   coalesce(s.bounced, 0) as bounced, coalesce(s.complained, 0) as complained, coalesce(s.unsubscribed, 0) as unsubscribed,
-  coalesce(s.failed, 0) as failed, coalesce(s.skipped, 0) as skipped, s.updated_at as "updatedAt"
+  coalesce(s.failed, 0) as failed, coalesce(s.skipped, 0) as skipped, coalesce(s.suppressed, 0) as suppressed, s.updated_at as "updatedAt"
 from campaigns c left join campaign_stats s on s.campaign_id = c.id
 where c.id = $1 and c.project_id = $2;
 

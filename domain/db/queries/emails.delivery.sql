@@ -6,7 +6,7 @@ with claimed as (
   where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
   returning id as "id", project_id as "projectId", contact_id as "contactId", kind as "kind", attachment_ids as "attachmentIds", to_email as "toEmail", to_name as "toName", from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject as "subject", html as "html", text as "text", headers as "headers"
 )
-select c.*, ct.subscribed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
+select c.*, ct.subscribed, (select s.reason from suppressions s where s.project_id = c."projectId" and s.email = c."toEmail") as suppressed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
 from claimed c
 left join contacts ct on ct.id = c."contactId"
 left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
@@ -17,11 +17,20 @@ update emails e set status = 'CANCELLED', error = v.reason, updated_at = now()
 from unnest($1::uuid[], $2::text[]) as v(id, reason) where e.id = v.id;
 
 -- delivery_record_rejected
-with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[], $5::bool[]) as v(id, resp, event_id, suppress)),
    upd as (
      update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', updated_at = now()
      from v where e.id = v.id
-     returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+     returning e.id, e.project_id, e.contact_id, e.to_email, v.resp, v.event_id, v.suppress
+   ),
+   suppressed as (
+     insert into suppressions as s (id, project_id, email, reason, source, detail, email_id)
+select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, r.project_id, r.email, r.reason, r.source, r.detail, r.email_id
+from (select distinct on (r0.project_id, r0.email) * from (select project_id, to_email as email, 'hard_bounce'::text as reason, 'smtp'::text as source, resp as detail, id as email_id from upd where suppress) r0 order by r0.project_id, r0.email, case reason when 'complaint' then 0 when 'hard_bounce' then 1 when 'manual' then 2 else 3 end) r
+on conflict (project_id, email) do update
+  set reason = excluded.reason, source = excluded.source, detail = excluded.detail, email_id = excluded.email_id, updated_at = now()
+  where s.reason = 'soft_bounce_limit' and excluded.reason in ('hard_bounce', 'complaint')
+
    )
    insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
 select event_id, project_id, contact_id, 'email.bounced', jsonb_strip_nulls(jsonb_build_object('source', 'smtp', 'bounceType', 'Permanent', 'response', resp, 'attempt', $4::int)), 'SYSTEM', id, now()
@@ -40,3 +49,7 @@ upd as (
 insert into events (id, project_id, contact_id, name, data, source, email_id, created_at)
   select event_id, project_id, contact_id, 'email.sent', jsonb_strip_nulls(jsonb_build_object('messageId', mid, 'response', resp)), 'SYSTEM', id, now()
   from upd where contact_id is not null;
+
+-- delivery_record_suppressed
+update emails e set status = 'SUPPRESSED', error = v.error, updated_at = now()
+from unnest($1::uuid[], $2::text[]) as v(id, error) where e.id = v.id;
