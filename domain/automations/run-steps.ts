@@ -145,7 +145,10 @@ const AUTOMATION_SEND_READ = statement(
   (select json_build_object('id', id, 'type', type, 'subject', subject, 'body', body, 'from', from_email, 'fromName', from_name, 'replyTo', reply_to)
      from templates where id = $4 and project_id = $3) as template,
   (select settings from projects where id = $3) as settings,
-  (select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing`,
+  (select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing,
+  -- The return path of the sender domain: the step's own from ($5), else its template's.
+  (select return_path_host from domains where project_id = $3 and status = 'VERIFIED'
+     and name = rtrim(lower(substring(coalesce($5::text, (select from_email from templates where id = $4 and project_id = $3)) from '@([^@]*)$')), '.')) as "returnPathHost"`,
 );
 
 /**
@@ -165,9 +168,10 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
     template: TemplateParts | null;
     settings: Partial<ProjectSettings> | null;
     billing: { plan: string; emails: string | null } | null;
+    returnPathHost: string | null;
   }>(
     AUTOMATION_SEND_READ,
-    [emailId, input.contactId, input.projectId, input.config.templateId],
+    [emailId, input.contactId, input.projectId, input.config.templateId, input.config.from ?? null],
   );
   let existing = row!.existing;
   if (!existing) {
@@ -197,6 +201,7 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
         ...resolved,
         tracking: { opens: c.trackOpens ?? settings.trackOpens, clicks: c.trackClicks ?? settings.trackClicks },
         links: deps.links,
+        returnPathHost: row!.returnPathHost,
       });
       composed = composeEmail(message, { contactId: input.contactId, email: contact.email, data: contact.data, context: input.context ?? undefined, emailId });
     } catch (err) {
@@ -209,7 +214,7 @@ export async function sendEmailStep(em: EntityManager, deps: SendStepDeps, input
     existing = { status: 'QUEUED', createdAt: new Date().toISOString(), error: null };
   }
   if (existing.status !== 'QUEUED' && existing.status !== 'SENDING') return { emailId, status: existing.status, ...(existing.error ? { error: existing.error } : {}) };
-  const [outcome] = await deliverBatch(em, deps.transport, { emailIds: [emailId], attempt: 1, workflowId: input.workflowId }, { secretBox: deps.secretBox, source: 'automation' });
+  const [outcome] = await deliverBatch(em, deps.transport, { emailIds: [emailId], attempt: 1, workflowId: input.workflowId }, { secretBox: deps.secretBox, appSecret: deps.links.appSecret, source: 'automation' });
   switch (outcome?.status) {
     case 'SENT':
       return { emailId, status: 'SENT' };

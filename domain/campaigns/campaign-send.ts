@@ -253,8 +253,9 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
     return result;
   }
   const content = head.sendContent as unknown as SendContent;
-  const spec = renderSpec(deps.config, head, content);
-  const dkim = await senderDkim(deps, head.projectId, content.fromEmail);
+  const sender = await senderDomain(deps, head.projectId, content.fromEmail);
+  const spec = { ...renderSpec(deps.config, head, content), returnPathHost: sender.returnPathHost };
+  const { dkim } = sender;
   const rate = (head.settings.campaignSendRate ?? deps.config.campaigns.sendRate) / input.partitions;
   const throttle = rate > 0 ? new Throttle(rate) : null;
   // A throttled share reads about a second's worth per chunk, so a pause or cancel still takes effect within a second.
@@ -291,7 +292,8 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       // only that many rendered messages are held in memory.
       const render = (i: number) => {
         const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? {} }));
-        const pending = deps.renderPool.render({ key: input.campaignId, spec, dkim, recipients });
+        // The key names the return path too: a render thread keeps the prepared message per key across rounds.
+        const pending = deps.renderPool.render({ key: `${input.campaignId}/${spec.returnPathHost ?? ''}`, spec, dkim, recipients });
         pending.catch(() => undefined);
         return pending;
       };
@@ -376,19 +378,24 @@ function renderSpec(cfg: Config, head: CampaignHead, content: SendContent): Mess
   };
 }
 
-const CAMPAIGN_DKIM_KEY = statement(
-  'campaign_dkim_key',
-  `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
+const CAMPAIGN_SENDER_DOMAIN = statement(
+  'campaign_sender_domain',
+  `select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey",
+    return_path_host as "returnPathHost"
   from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null`,
 );
 
-/** The sender domain's DKIM key (the render threads sign each message with it), if the domain has one. */
-async function senderDkim(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<DkimSigningKey | undefined> {
-  const [key] = await sql(deps.em).query<SealedDkimKey>(
-    CAMPAIGN_DKIM_KEY,
+/**
+ * The sender domain as each round of a send reads it: its DKIM key (the render threads sign each message with it), if
+ * it has one, and its return path's bounce host when ACTIVE (each message's envelope sender and List-Unsubscribe
+ * mailto: are made on it). A domain without a key has no records to check, so no return path either.
+ */
+async function senderDomain(deps: SendEngineDeps, projectId: string, fromEmail: string): Promise<{ dkim: DkimSigningKey | undefined; returnPathHost: string | null }> {
+  const [row] = await sql(deps.em).query<SealedDkimKey & { returnPathHost: string | null }>(
+    CAMPAIGN_SENDER_DOMAIN,
     [projectId, emailDomain(fromEmail)],
   );
-  return key ? dkimFor(key, deps.secretBox) : undefined;
+  return row ? { dkim: dkimFor(row, deps.secretBox), returnPathHost: row.returnPathHost } : { dkim: undefined, returnPathHost: null };
 }
 
 /** RFC 2919: a phrase and a dot-atom id under a domain the sender controls; the project's id keeps lists apart. */

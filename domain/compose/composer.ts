@@ -6,6 +6,7 @@ import type { Address, EmailKind } from '../emails/email.entity';
 import type { NewEmail } from '../emails/email-intake';
 import { validationError } from '../errors';
 import { uuidv7 } from '../ids';
+import { returnPathAddress } from '../inbound/return-path';
 import type { MimeAttachment, MimeMessage } from '../mail/mime';
 import { expandDefaults } from '../rendering/defaults-sugar';
 import { LruCache } from '../cache/lru';
@@ -151,6 +152,12 @@ export interface MessageInput extends ResolvedMessage {
   tracking: { opens: boolean; clicks: boolean };
   /** Public URL and link secret; `config()` by default (activities pass theirs). */
   links?: LinkConfig;
+  /**
+   * The sender domain's bounce host when its return path is ACTIVE (`domains.return_path_host`, read with the domain
+   * by each send path): each email's envelope sender is then a signed address on it, and so is the List-Unsubscribe
+   * mailto: of marketing mail. Absent or null: the From address is the envelope sender, as before.
+   */
+  returnPathHost?: string | null;
 }
 
 /** Everything about one message that does not depend on the recipient: build once per send, campaign or step. */
@@ -165,6 +172,7 @@ export interface PreparedMessage {
   /** The domain of `from`: the Message-ID's domain (the DKIM key is the sender domain's, applied where the raw message is built). */
   readonly senderDomain: string;
   readonly links: LinkConfig;
+  readonly returnPathHost: string | null;
   /** @internal the static links' targets under `links` */
   readonly targets: SlotTargets | null;
 }
@@ -182,6 +190,7 @@ export async function prepareMessage(input: MessageInput): Promise<PreparedMessa
     tracking: { opens: input.tracking.opens, clicks: input.tracking.clicks },
     senderDomain: emailDomain(input.from.email),
     links,
+    returnPathHost: input.returnPathHost ?? null,
     targets: content.plan ? slotTargets(content.plan, ownLinkPrefixes(links)) : null,
   };
 }
@@ -216,6 +225,10 @@ export interface ComposedEmail {
   headers: Record<string, string>;
   senderDomain: string;
   messageId: string;
+  /**
+   * The SMTP envelope: `from` is the return path (`b-<token>@<bounce host>`, naming this email, so a bounce or
+   * complaint finds it) when the sender domain's is ACTIVE, else the From address.
+   */
   envelope: { from: string; to: string[] };
 }
 
@@ -235,6 +248,7 @@ export function composeEmail(message: PreparedMessage, recipient: ComposeRecipie
     manageUrl: links.manageUrl,
   };
   const { content, tracking } = message;
+  const bounce = message.returnPathHost ? { emailId, host: message.returnPathHost } : undefined;
   const rendered = renderTemplate(content.body, variables);
   const track = { emailId, opens: tracking.opens, clicks: tracking.clicks };
   let body = content.plan && message.targets ? finishTracking(rendered, content.plan, message.targets, track, message.links) : null;
@@ -255,10 +269,10 @@ export function composeEmail(message: PreparedMessage, recipient: ComposeRecipie
     subject: renderCompiledSubject(content.subject, variables),
     html: body.html,
     text: content.text ? renderTextPart(content.text, variables) : htmlToText(body.text),
-    headers: { ...message.headers, ...(message.kind === 'MARKETING' ? listUnsubscribeHeaders(links, message.from.email, message.links) : {}) },
+    headers: { ...message.headers, ...(message.kind === 'MARKETING' ? listUnsubscribeHeaders(links, message.from.email, message.links, bounce) : {}) },
     senderDomain: message.senderDomain,
     messageId: messageIdFor(emailId, message.from.email),
-    envelope: { from: message.from.email, to: [recipient.email] },
+    envelope: { from: bounce ? returnPathAddress(emailId, bounce.host, message.links.appSecret) : message.from.email, to: [recipient.email] },
   };
 }
 

@@ -10,6 +10,7 @@ import { loadAttachments } from './attachments';
 import { buildMime } from '../mail/mime';
 import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { sendMeasured } from '../mail/transport';
+import { returnPathAddress } from '../inbound/return-path';
 import { emailOutcomes, type EmailOutcomeStatus, type EmailSource } from '../metrics';
 import { selectList } from '../db/rows';
 import { LruCache } from '../cache/lru';
@@ -40,6 +41,8 @@ type ClaimedEmail = Pick<
   SealedDkimKey & {
     /** The contact's subscription now (null: the contact was deleted). */
     subscribed: boolean | null;
+    /** The sender domain's bounce host when its return path is ACTIVE (a domain without a key has none: no records to check). */
+    returnPathHost: string | null;
     /** Why the address is on the suppression list now, if it is. */
     suppressed: SuppressionReason | null;
   };
@@ -89,6 +92,13 @@ export function isPermanentSmtpFailure(err: unknown): boolean {
   return typeof code === 'number' && code >= 500;
 }
 
+/**
+ * The SMTP envelope sender (MAIL FROM) of a claimed email: its signed return path on the sender domain's bounce host
+ * when that is ACTIVE, so a bounce or complaint names the email; else the From address, as before return paths.
+ */
+const envelopeSender = (row: Pick<ClaimedEmail, 'id' | 'fromEmail' | 'returnPathHost'>, secret: string): string =>
+  row.returnPathHost ? returnPathAddress(row.id, row.returnPathHost, secret) : row.fromEmail;
+
 /** Message-IDs derive from the email id, so a receiver can de-duplicate a message a retry sent twice. */
 export function messageIdFor(emailId: string, fromEmail: string): string {
   return `<${emailId}@${emailDomain(fromEmail) || 'mailwright.local'}>`;
@@ -101,7 +111,8 @@ const DELIVERY_CLAIM = statement(
     where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
     returning ${selectList<ClaimedEmail>(CLAIMED_COLUMNS)}
   )
-  select c.*, ct.subscribed, ${suppressedReasonSql('c."projectId"', 'c."toEmail"')} as suppressed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
+  select c.*, ct.subscribed, ${suppressedReasonSql('c."projectId"', 'c."toEmail"')} as suppressed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey",
+    d.return_path_host as "returnPathHost"
   from claimed c
   left join contacts ct on ct.id = c."contactId"
   left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
@@ -112,14 +123,15 @@ const DELIVERY_CLAIM = statement(
  * Sends a batch of stored emails through the pooled transport and records every outcome with set-based writes.
  * Idempotent per email: only QUEUED or SENDING emails are claimed, so an email already in a final state is never
  * sent again when an activity is retried. Mail from a VERIFIED domain with a DKIM key is signed with that key (the
- * claim query brings the sealed key along; it is decrypted here, in the activity). `source` labels the outcomes in
- * /metrics (automation steps send through here too).
+ * claim query brings the sealed key along; it is decrypted here, in the activity), and its envelope sender is the
+ * email's return path when the domain's is ACTIVE (the same join brings it), else the From address. `source` labels
+ * the outcomes in /metrics (automation steps send through here too).
  */
 export async function deliverBatch(
   em: EntityManager,
   transport: Transporter,
   input: { emailIds: string[]; attempt: number; workflowId?: string },
-  opts: { secretBox: SecretBox; source?: EmailSource },
+  opts: { secretBox: SecretBox; source?: EmailSource; /** Signs return paths (APP_SECRET). */ appSecret: string },
 ): Promise<DeliveryOutcome[]> {
   // Prepared (planned once per connection): delivery runs this for every batch.
   const claimed = await sql(em).query<ClaimedEmail>(
@@ -161,7 +173,7 @@ export async function deliverBatch(
           attachments: row.attachmentIds.flatMap((id) => attachments.get(id) ?? []),
         });
         const raw = dkim ? signMessage(mime, dkim) : mime;
-        const info = await sendMeasured(transport, { envelope: { from: row.fromEmail, to: [row.toEmail] }, raw });
+        const info = await sendMeasured(transport, { envelope: { from: envelopeSender(row, opts.appSecret), to: [row.toEmail] }, raw });
         return { emailId, status: 'SENT', messageId, response: String(info.response ?? '') };
       } catch (err) {
         const e = err as SmtpError;

@@ -70,7 +70,7 @@ export async function acceptSend(
 ): Promise<AcceptedEmail[]> {
   const template = req.templateId ? await templateForSend(em, req.projectId, req.templateId, deps.templateCache) : undefined;
   const resolved = resolveMessage(template, { from: req.from, replyTo: req.replyTo, subject: req.subject, body: req.body });
-  await assertSenderDomain(em, req.projectId, resolved.from.email, { cache: deps.domainCache });
+  const sender = await assertSenderDomain(em, req.projectId, resolved.from.email, { cache: deps.domainCache });
 
   const attachments = decodeAttachments(req.attachments ?? [], deps.limits);
   const attachmentsSize = attachments.reduce((n, a) => n + base64Size(a.content.length), 0);
@@ -78,6 +78,8 @@ export async function acceptSend(
     ...resolved,
     headers: req.headers,
     tracking: { opens: req.tracking?.opens ?? req.settings.trackOpens, clicks: req.tracking?.clicks ?? req.settings.trackClicks },
+    // For the List-Unsubscribe mailto: of marketing mail; the envelope sender is decided again when it is delivered.
+    returnPathHost: sender.returnPathHost,
   });
 
   // The billing caps (402 BILLING_LIMIT_EXCEEDED), before any contact or email is written: every recipient is an email.

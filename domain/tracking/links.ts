@@ -2,6 +2,7 @@ import { QuoteType, Tokenizer } from 'htmlparser2';
 import { config } from '../config';
 import { linkTokens } from './tokens';
 import { emailDomain } from '../contacts/email-address';
+import { unsubscribeAddress } from '../inbound/return-path';
 
 /** What link building needs from the configuration (the API and worker pass `config()`, tests their own). */
 export interface LinkConfig {
@@ -190,15 +191,22 @@ export function contactLinks(contactId: string, cfg: LinkConfig = config(), emai
 /**
  * `List-Unsubscribe` (the https one-click URL, then a mailto:) and `List-Unsubscribe-Post` (RFC 8058) for a contact's
  * links (contactLinks: the token is signed once per recipient).
- * The mailto goes to unsubscribe@<sender's domain> with the token in the subject, or to UNSUBSCRIBE_MAILTO; nothing
- * processes that mailbox yet (inbound mail is not built), so set UNSUBSCRIBE_MAILTO=off to offer https only.
+ * The mailto goes to UNSUBSCRIBE_MAILTO when it is set. Otherwise, when the sender domain's return path is ACTIVE
+ * (`bounce`: its bounce host, whose MX is the inbound server), to the email's signed `u-<token>@<bounce host>`, which
+ * unsubscribes even from a client that drops the subject; else to unsubscribe@<sender's domain>, a mailbox we do not
+ * read. The subject carries the contact's token in every case.
  */
-export function listUnsubscribeHeaders(links: ContactLinks, senderEmail: string, cfg: LinkConfig = config()): Record<string, string> {
+export function listUnsubscribeHeaders(
+  links: ContactLinks,
+  senderEmail: string,
+  cfg: LinkConfig = config(),
+  bounce?: { emailId: string; host: string },
+): Record<string, string> {
   const entries = [`<${links.oneClickUrl}>`];
   if (cfg.unsubscribeMailto !== 'off') {
     const domain = emailDomain(senderEmail);
     if (!domain && !cfg.unsubscribeMailto) throw new Error(`Not an email address: ${senderEmail}`);
-    const mailbox = cfg.unsubscribeMailto ?? `unsubscribe@${domain}`;
+    const mailbox = cfg.unsubscribeMailto ?? (bounce ? unsubscribeAddress(bounce.emailId, bounce.host, cfg.appSecret) : `unsubscribe@${domain}`);
     entries.push(`<mailto:${mailbox}?subject=${encodeURIComponent(`unsubscribe ${links.token}`)}>`);
   }
   return { 'List-Unsubscribe': entries.join(', '), 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };

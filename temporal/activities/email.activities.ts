@@ -15,7 +15,7 @@ export function createEmailActivities(deps: ActivityDeps) {
      */
     async deliverEmails(input: { emailIds: string[]; attempt: number }): Promise<DeliveryOutcome[]> {
       const { workflowExecution } = Context.current().info;
-      return deliverBatch(deps.orm.em.fork(), deps.transport, { ...input, workflowId: workflowExecution?.workflowId }, { secretBox });
+      return deliverBatch(deps.orm.em.fork(), deps.transport, { ...input, workflowId: workflowExecution?.workflowId }, { secretBox, appSecret: deps.config.appSecret });
     },
     /** Emails accepted more than `olderThanMs` ago whose delivery never started, grouped per project. */
     async findStrandedEmails(input: { olderThanMs: number; limit: number }): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {

@@ -16,6 +16,7 @@ import { expandDefaults } from '../../domain/rendering/defaults-sugar';
 import { compileBody, MAX_RENDERED_CHARS, renderBody, renderCounters, renderSubject, TemplateError } from '../../domain/rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders, type LinkConfig } from '../../domain/tracking/links';
 import { linkTokens } from '../../domain/tracking/tokens';
+import { parseReturnPath, parseUnsubscribeAddress } from '../../domain/inbound/return-path';
 
 const cfg: LinkConfig = { publicUrl: 'https://mail.example.com', appSecret: 'unit-test-app-secret-0123456789-abcdef' };
 const FROM = { email: 'News@Mail.Shop.Example', name: 'Shop' };
@@ -315,6 +316,26 @@ describe('composeEmail', () => {
     expect(raw).toContain('Hello Ada');
     expect(raw).toMatch(/Content-Type: text\/plain; charset=utf-8[\s\S]*Content-Type: text\/html; charset=utf-8/);
     expect(newEmailOf(email, 'p-1', ['a-1'])).toMatchObject({ id: emailId, projectId: 'p-1', contactId, toName: 'Reader', replyTo: 'help@shop.example', attachmentIds: ['a-1'] });
+  });
+
+  test("with the sender domain's return path ACTIVE: the envelope sender is the email's signed b- address and the mailto the u- one", async () => {
+    const message = await prepareMessage(input('<p>Hi</p>', { returnPathHost: 'bounces.mail.shop.example' }));
+    const emailId = randomUUID();
+    const contactId = randomUUID();
+    const email = composeEmail(message, { contactId, email: 'reader@example.com', emailId });
+    expect(email.envelope.from).toMatch(/^b-[a-z2-7]{48}@bounces\.mail\.shop\.example$/);
+    expect(parseReturnPath(email.envelope.from, cfg.appSecret)).toMatchObject({ emailId });
+    const mailto = /<mailto:([^?>]+)\?subject=unsubscribe%20([\w-]+)>/.exec(email.headers['List-Unsubscribe']!)!;
+    expect(parseUnsubscribeAddress(mailto[1]!, cfg.appSecret)).toEqual({ emailId });
+    expect(mailto[1]).toMatch(/@bounces\.mail\.shop\.example$/);
+    expect(linkTokens(cfg.appSecret).verify(mailto[2]!, 'contact')).toEqual({ kind: 'contact', contactId, emailId });
+    // From, Message-ID and everything else stay as they are: only the envelope and the mailto change.
+    expect(email.from).toEqual(FROM);
+    expect(email.messageId).toBe(messageIdFor(emailId, FROM.email));
+
+    const plain = composeEmail(await prepareMessage(input('<p>Hi</p>')), { contactId, email: 'reader@example.com', emailId });
+    expect(plain.envelope.from).toBe(FROM.email);
+    expect(plain.headers['List-Unsubscribe']).toContain('<mailto:unsubscribe@mail.shop.example?subject=');
   });
 
   test('the 5 MB limit of a rendered body counts what is sent, not the markers the composer adds', async () => {

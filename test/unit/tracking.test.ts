@@ -2,6 +2,7 @@ import { createHmac, hkdfSync, randomUUID } from 'node:crypto';
 import { parseDocument, DomUtils } from 'htmlparser2';
 import { LinkTokens, linkTokens, MAX_TOKEN_CHARS } from '../../domain/tracking/tokens';
 import { applyTracking, contactLinks, listUnsubscribeHeaders, type LinkConfig } from '../../domain/tracking/links';
+import { unsubscribeAddress } from '../../domain/inbound/return-path';
 
 const cfg: LinkConfig = { publicUrl: 'https://mail.example.com', appSecret: 'unit-test-app-secret-0123456789-abcdef' };
 const tokens = linkTokens(cfg.appSecret);
@@ -236,6 +237,17 @@ describe('contact links and List-Unsubscribe', () => {
       'List-Unsubscribe': `<https://mail.example.com/unsubscribe/${token}>, <mailto:unsubscribe@mail.shop.example?subject=unsubscribe%20${token}>`,
       'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
     });
+  });
+
+  test("with an ACTIVE return path the mailto is the email's signed u- address on the bounce host, the subject still carrying the token", () => {
+    const links = contactLinks(contactId, cfg, emailId);
+    const bounce = { emailId, host: 'bounces.b.example' };
+    expect(listUnsubscribeHeaders(links, 'a@b.example', cfg, bounce)['List-Unsubscribe']).toBe(
+      `<https://mail.example.com/unsubscribe/${links.token}>, <mailto:${unsubscribeAddress(emailId, 'bounces.b.example', cfg.appSecret)}?subject=unsubscribe%20${links.token}>`,
+    );
+    // UNSUBSCRIBE_MAILTO, set, still wins; `off` still leaves https only.
+    expect(listUnsubscribeHeaders(links, 'a@b.example', { ...cfg, unsubscribeMailto: 'leave@ops.example' }, bounce)['List-Unsubscribe']).toContain('<mailto:leave@ops.example?');
+    expect(listUnsubscribeHeaders(links, 'a@b.example', { ...cfg, unsubscribeMailto: 'off' }, bounce)['List-Unsubscribe']).not.toContain('mailto:');
   });
 
   test('UNSUBSCRIBE_MAILTO overrides the mailbox, and `off` leaves https only', () => {

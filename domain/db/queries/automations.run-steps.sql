@@ -30,4 +30,7 @@ select (select json_build_object('status', status, 'createdAt', created_at, 'err
 (select json_build_object('id', id, 'type', type, 'subject', subject, 'body', body, 'from', from_email, 'fromName', from_name, 'replyTo', reply_to)
    from templates where id = $4 and project_id = $3) as template,
 (select settings from projects where id = $3) as settings,
-(select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing;
+(select json_build_object('plan', plan, 'emails', emails_per_month) from project_billing where project_id = $3) as billing,
+-- The return path of the sender domain: the step's own from ($5), else its template's.
+(select return_path_host from domains where project_id = $3 and status = 'VERIFIED'
+   and name = rtrim(lower(substring(coalesce($5::text, (select from_email from templates where id = $4 and project_id = $3)) from '@([^@]*)$')), '.')) as "returnPathHost";

@@ -6,10 +6,6 @@ from emails e left join contacts c on c.id = e.contact_id
 where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
 order by e.contact_id limit $5;
 
--- campaign_dkim_key
-select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey"
-from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null;
-
 -- campaign_head
 select c.status, c.project_id as "projectId", c.name, c.send_content as "sendContent", p.settings
 from campaigns c join projects p on p.id = c.project_id where c.id = $1;
@@ -69,6 +65,11 @@ upd as (update emails e set status = 'CANCELLED', error = v.reason, updated_at =
 n as (select count(*)::int as n from upd),
 st as (update campaign_stats set skipped = skipped + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
 select n from n;
+
+-- campaign_sender_domain
+select id as "dkimDomainId", name as "dkimDomain", dkim_selector as "dkimSelector", dkim_private_key as "dkimPrivateKey",
+  return_path_host as "returnPathHost"
+from domains where project_id = $1 and name = $2 and status = 'VERIFIED' and dkim_private_key is not null;
 
 -- campaign_template
 select id, type, subject, body, from_email as "from", from_name as "fromName", reply_to as "replyTo" from templates where id = $1 and project_id = $2;

@@ -6,7 +6,8 @@ with claimed as (
   where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
   returning id as "id", project_id as "projectId", contact_id as "contactId", kind as "kind", attachment_ids as "attachmentIds", to_email as "toEmail", to_name as "toName", from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject as "subject", html as "html", text as "text", headers as "headers"
 )
-select c.*, ct.subscribed, (select s.reason from suppressions s where s.project_id = c."projectId" and s.email = c."toEmail") as suppressed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey"
+select c.*, ct.subscribed, (select s.reason from suppressions s where s.project_id = c."projectId" and s.email = c."toEmail") as suppressed, d.id as "dkimDomainId", d.name as "dkimDomain", d.dkim_selector as "dkimSelector", d.dkim_private_key as "dkimPrivateKey",
+  d.return_path_host as "returnPathHost"
 from claimed c
 left join contacts ct on ct.id = c."contactId"
 left join domains d on d.project_id = c."projectId" and d.status = 'VERIFIED' and d.dkim_private_key is not null
