@@ -4,40 +4,52 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/services/stack';
-import { freePort } from '../scripts/services/process';
+import { freePort, waitForPort } from '../scripts/services/process';
 
 /** The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker. */
-export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerNodeArgs?: string[]; workerEnv?: Record<string, string>; workers?: number }) {
+export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerNodeArgs?: string[]; workerEnv?: Record<string, string>; workers?: number; inbound?: boolean }) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-bench-'));
   fs.chmodSync(dataDir, 0o755);
-  const [pg, temporal, smtp, web, apiPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  const [pg, temporal, smtp, web, apiPort, inboundPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
   const infra = await startInfrastructure(
     { dataDir, persistent: false, ports: { postgres: pg, temporal, smtp, mailboxWeb: web }, log: (m) => console.log(`[stack] ${m}`) },
     { SMTP_URL: opts.smtpUrl },
   );
   // The API rate limit is off: benchmarks measure throughput far above one project's budget.
   // BENCH_RATE_LIMIT_PER_MINUTE turns it on (e.g. very high, to measure the limiter's own cost).
-  const env = { ...infra.env, NODE_ENV: 'test', LOG_LEVEL: 'warn', PORT: String(apiPort), RATE_LIMIT_PER_MINUTE: process.env.BENCH_RATE_LIMIT_PER_MINUTE ?? '0' };
+  const env = {
+    ...infra.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    PORT: String(apiPort),
+    RATE_LIMIT_PER_MINUTE: process.env.BENCH_RATE_LIMIT_PER_MINUTE ?? '0',
+    INBOUND_SMTP_PORT: String(inboundPort),
+    INBOUND_RATE_PER_MINUTE: '1000000',
+    INBOUND_METRICS_PORT: '0',
+  };
   const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs });
   const workers = Array.from({ length: opts.workers ?? 1 }, (_, i) =>
     startTsProcess(`worker${i ? `-${i + 1}` : ''}`, 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, `worker${i ? `-${i + 1}` : ''}.log`), nodeArgs: opts.workerNodeArgs }),
   );
+  // The inbound SMTP server, when the benchmark delivers mail to it (bench:inbound).
+  const inbound = opts.inbound ? startTsProcess('inbound', 'api/inbound.ts', env, { logFile: path.join(dataDir, 'inbound.log') }) : undefined;
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const db = new Pool({ connectionString: infra.env.DATABASE_URL, max: 2 });
   const stop = async () => {
     await db.end();
-    await Promise.all([api.stop(), ...workers.map((w) => w.stop())]);
+    await Promise.all([api.stop(), inbound?.stop(), ...workers.map((w) => w.stop())]);
     await infra.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   try {
     await waitForHttp(apiUrl, 60_000);
+    if (inbound) await waitForPort('127.0.0.1', inboundPort, 60_000, 'the inbound SMTP server');
   } catch (err) {
     console.error(`the API did not start; see ${dataDir}/api.log`);
     await stop();
     throw err;
   }
-  return { apiUrl, db, dataDir, stop, api, workers, databaseUrl: infra.env.DATABASE_URL!, temporalAddress: infra.env.TEMPORAL_ADDRESS! };
+  return { apiUrl, db, dataDir, stop, api, workers, inbound, inboundPort, databaseUrl: infra.env.DATABASE_URL!, temporalAddress: infra.env.TEMPORAL_ADDRESS! };
 }
 
 /** A user, a project and a verified sender domain; returns the secret key. */

@@ -37,6 +37,10 @@ export class OwnStack {
     return `http://127.0.0.1:${this.ports.api}`;
   }
 
+  get inboundPort(): number {
+    return this.ports.inbound;
+  }
+
   get temporalAddress(): string {
     return `127.0.0.1:${this.ports.temporal}`;
   }
