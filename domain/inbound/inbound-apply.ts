@@ -11,6 +11,7 @@ import { classifyInbound } from './classify';
 import type { InboundBounce, InboundComplaint, InboundMessage } from './inbound-message';
 import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject } from './return-path';
 import { finishInbound, lockInbound } from './inbound.repository';
+import { recordSoftBounce, smtpRefusalSuppresses, suppress } from '../suppressions/suppression.service';
 
 /**
  * What an inbound message does (README › Inbound mail), in one transaction with the message's own row, so a message
@@ -41,7 +42,7 @@ export interface InboundOutcome {
 /** Thrown when the email is not recorded as sent yet (a DSN faster than our own write of SENT): the activity retries. */
 class EmailNotSentYet extends Error {}
 
-type Cfg = Pick<Config, 'appSecret' | 'inbound'>;
+type Cfg = Pick<Config, 'appSecret' | 'inbound' | 'suppression'>;
 
 /** What the envelope recipients say, verified. */
 interface Addressed {
@@ -188,7 +189,28 @@ async function applyReport(tx: EntityManager, cfg: Cfg, inboundId: string, messa
   const base = { kind, emailId: email.id, projectId: email.projectId, contactId: email.contactId ?? undefined, detail };
   const report = kind === 'bounce' ? bounceReport(message, email, inboundId) : complaintReport(message, inboundId);
   const rows = await applyEmailReport(tx, email, report);
+  if (message.kind === 'bounce') await suppressForBounce(tx, cfg, email, message, report);
+  else await suppress(sql(tx), { projectId: email.projectId, email: email.toEmail, emailId: email.id, reason: 'complaint', source: 'arf', detail: message.feedbackType });
   return { ...base, outcome: rows ? 'applied' : 'unchanged', events: rows?.map((r) => r.name) ?? [] };
+}
+
+/**
+ * What a DSN does to the suppression list, for the address we sent to (never one the report names): a hard bounce
+ * about the address (5.1.x unknown user or domain, 5.2.1 disabled, ... but not a message-level 5.2.2 full mailbox,
+ * 5.3/5.6/5.7 system, content or policy refusal) suppresses it as hard_bounce; a bounce that gave up on this message
+ * for a reason of its own (a 4.x.x failure, a message-level 5.x.x) counts towards SUPPRESS_SOFT_BOUNCES. A delay notice
+ * counts for nothing: the message may still arrive.
+ */
+async function suppressForBounce(tx: EntityManager, cfg: Cfg, email: LockedEmail, message: InboundBounce, report: EmailReport): Promise<void> {
+  if (report.kind !== 'bounced' || message.transient) return;
+  const target = { projectId: email.projectId, email: email.toEmail, emailId: email.id, source: 'dsn' as const };
+  const status = report.data.status ?? '';
+  const detail = [status, report.data.diagnosticCode].filter(Boolean).join(' ') || message.summary;
+  if (report.permanent && smtpRefusalSuppresses({ response: `${status} ${report.data.diagnosticCode ?? ''}` })) {
+    await suppress(sql(tx), { ...target, reason: 'hard_bounce', detail });
+  } else {
+    await recordSoftBounce(sql(tx), { ...target, detail }, cfg.suppression);
+  }
 }
 
 function bounceReport(message: InboundBounce, email: LockedEmail, inboundId: string): EmailReport {

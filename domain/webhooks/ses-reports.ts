@@ -2,9 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql';
 import { z } from 'zod';
 import { AppError, badRequest } from '../errors';
-import { uuidv7 } from '../ids';
-import { insertEventsSql, sqlName, type RecordedEvent, type SystemEventData, type SystemEventName } from '../events/event-writer';
 import { messageIdFor } from '../emails/delivery';
+import { applyEmailReport, lockEmail, type EmailReport, type LockedEmail, type ReportEventRow } from '../emails/email-reports';
 import { SNS_MESSAGE_RETENTION_MS } from './sns';
 import { recordSoftBounce, suppress, type SoftBouncePolicy } from '../suppressions/suppression.service';
 
@@ -123,17 +122,6 @@ export interface ReportResult {
   events: string[];
 }
 
-interface LockedEmail {
-  id: string;
-  projectId: string;
-  status: string;
-  fromEmail: string;
-  toEmail: string;
-}
-
-type EventRow = Omit<RecordedEvent, 'source'>;
-const RETURNING_COLUMNS = `id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`;
-
 let lastPrune = 0;
 
 /** Drops processed SNS message ids past the retention (older messages are refused by the verifier anyway). */
@@ -155,12 +143,9 @@ export async function applySesReport(em: EntityManager, snsMessageId: string, re
   const ours = parseOurMessageId(report.messageIdHeader);
   if (!ours) return { outcome: 'unknown_email', events: [] };
   await pruneProcessedMessages(em, now);
-  const recorded: EventRow[] = [];
+  const recorded: ReportEventRow[] = [];
   const outcome = await em.transactional(async (tx): Promise<ReportOutcome> => {
-    const [email] = await sql(tx).query<LockedEmail>(
-      `select id, project_id as "projectId", status, from_email as "fromEmail", to_email as "toEmail" from emails where id = $1 for update`,
-      [ours.emailId],
-    );
+    const email = await lockEmail(tx, ours.emailId);
     // The whole Message-ID must be ours, not only a uuid that happens to match.
     if (!email || messageIdFor(email.id, email.fromEmail).toLowerCase() !== ours.messageId) return 'unknown_email';
     if (email.status === 'QUEUED' || email.status === 'SENDING') {
@@ -172,7 +157,7 @@ export async function applySesReport(em: EntityManager, snsMessageId: string, re
     );
     if (!fresh) return 'duplicate';
     await suppressFor(tx, email, report, softBounces);
-    const rows = await applyReport(tx, email, report);
+    const rows = await applyEmailReport(tx, email, emailReportOf(email, report));
     if (rows === null) return 'unchanged';
     recorded.push(...rows);
     return 'applied';
@@ -202,105 +187,53 @@ async function suppressFor(tx: EntityManager, email: LockedEmail, report: SesRep
   else if (b.bounceType === 'Transient' && ADDRESS_SOFT_BOUNCES.has(b.bounceSubType ?? 'General')) await recordSoftBounce(sql(tx), { ...target, detail }, softBounces);
 }
 
-/** The changes of one report inside the transaction; null when the email's state makes it a no-op. */
-async function applyReport(tx: EntityManager, email: LockedEmail, report: SesReport): Promise<EventRow[] | null> {
+/** An SES report in the shape every source reports in (domain/emails/email-reports.ts). */
+function emailReportOf(email: LockedEmail, report: SesReport): EmailReport {
   const common = { source: 'ses' as const, sesMessageId: report.sesMessageId };
   if (report.kind === 'Delivery') {
-    // Only from SENT: a bounce, failure or cancellation is never overwritten by a later or reordered delivery report.
-    if (email.status !== 'SENT') return null;
     const d = report.delivery;
-    const at = d.timestamp && !Number.isNaN(Date.parse(d.timestamp)) ? new Date(d.timestamp).toISOString() : null;
-    const data: SystemEventData['email.delivered'] = {
+    return {
+      kind: 'delivered',
+      at: d.timestamp,
       smtpResponse: d.smtpResponse,
-      reportingMTA: d.reportingMTA,
-      processingTimeMillis: d.processingTimeMillis,
-      timestamp: d.timestamp,
-      ...common,
+      data: { smtpResponse: d.smtpResponse, reportingMTA: d.reportingMTA, processingTimeMillis: d.processingTimeMillis, timestamp: d.timestamp, ...common },
     };
-    return sql(tx).query<EventRow>(
-      `with upd as (
-         update emails set status = 'DELIVERED', delivered_at = coalesce($1::timestamptz, now()), smtp_response = coalesce($2, smtp_response),
-           error = null, updated_at = now()
-         where id = $3 and status = 'SENT'
-         returning id, project_id, contact_id
-       )
-       ${emailEventSql('$4::uuid', 'email.delivered', '$5::jsonb', 'from upd where contact_id is not null')}`,
-      [at, d.smtpResponse ?? null, email.id, uuidv7(), JSON.stringify(data)],
-    );
   }
   if (report.kind === 'Bounce') {
     const b = report.bounce;
     const recipient = b.bouncedRecipients.find((r) => r.emailAddress.toLowerCase() === email.toEmail.toLowerCase()) ?? b.bouncedRecipients[0];
     const permanent = b.bounceType === 'Permanent';
-    const data: SystemEventData['email.bounced'] = {
-      bounceType: b.bounceType === 'Permanent' || b.bounceType === 'Transient' ? b.bounceType : 'Undetermined',
-      bounceSubType: b.bounceSubType,
-      diagnosticCode: recipient?.diagnosticCode,
-      status: recipient?.status,
-      action: recipient?.action,
-      reportingMTA: b.reportingMTA,
-      feedbackId: b.feedbackId,
-      timestamp: b.timestamp,
-      // Transient (and Undetermined) bounces are worth recording, but SES keeps retrying, so the status stays.
-      ...(permanent ? {} : { transient: true as const }),
-      ...common,
+    return {
+      kind: 'bounced',
+      permanent,
+      response: recipient?.diagnosticCode,
+      error: `Bounced (${b.bounceType}${b.bounceSubType ? `/${b.bounceSubType}` : ''}), reported by Amazon SES`,
+      data: {
+        bounceType: b.bounceType === 'Permanent' || b.bounceType === 'Transient' ? b.bounceType : 'Undetermined',
+        bounceSubType: b.bounceSubType,
+        diagnosticCode: recipient?.diagnosticCode,
+        status: recipient?.status,
+        action: recipient?.action,
+        reportingMTA: b.reportingMTA,
+        feedbackId: b.feedbackId,
+        timestamp: b.timestamp,
+        // Transient (and Undetermined) bounces are worth recording, but SES keeps retrying, so the status stays.
+        ...(permanent ? {} : { transient: true as const }),
+        ...common,
+      },
     };
-    if (!permanent) {
-      return nonEmpty(
-        await sql(tx).query<EventRow>(
-          emailEventSql('$1::uuid', 'email.bounced', '$2::jsonb', 'from emails where id = $3 and contact_id is not null'),
-          [uuidv7(), JSON.stringify(data), email.id],
-        ),
-      );
-    }
-    // A permanent bounce can follow a delivery report (the receiver accepted, then bounced); it ends the story.
-    if (email.status !== 'SENT' && email.status !== 'DELIVERED') return null;
-    return sql(tx).query<EventRow>(
-      `with upd as (
-         update emails set status = 'BOUNCED', smtp_response = coalesce($1, smtp_response), error = $2, updated_at = now()
-         where id = $3 and status in ('SENT', 'DELIVERED')
-         returning id, project_id, contact_id
-       )
-       ${emailEventSql('$4::uuid', 'email.bounced', '$5::jsonb', 'from upd where contact_id is not null')}`,
-      [recipient?.diagnosticCode ?? null, `Bounced (${b.bounceType}${b.bounceSubType ? `/${b.bounceSubType}` : ''}), reported by Amazon SES`, email.id, uuidv7(), JSON.stringify(data)],
-    );
   }
   const c = report.complaint;
-  const complaint: SystemEventData['email.complained'] = {
-    complaintFeedbackType: c.complaintFeedbackType,
-    complaintSubType: c.complaintSubType ?? undefined,
-    userAgent: c.userAgent,
-    arrivalDate: c.arrivalDate,
-    feedbackId: c.feedbackId,
-    timestamp: c.timestamp,
-    ...common,
+  return {
+    kind: 'complained',
+    data: {
+      complaintFeedbackType: c.complaintFeedbackType,
+      complaintSubType: c.complaintSubType ?? undefined,
+      userAgent: c.userAgent,
+      arrivalDate: c.arrivalDate,
+      feedbackId: c.feedbackId,
+      timestamp: c.timestamp,
+      ...common,
+    },
   };
-  const unsubscribed: SystemEventData['contact.unsubscribed'] = { via: 'complaint' };
-  // The complaint and, when the contact was still subscribed, its unsubscription with contact.unsubscribed: one
-  // statement, so a complaint never unsubscribes without its event or records the unsubscription twice.
-  const rows = await sql(tx).query<EventRow>(
-    `with e as (select id, project_id, contact_id from emails where id = $1 and contact_id is not null),
-     complained as (
-       ${emailEventSql('$2::uuid', 'email.complained', '$3::jsonb', 'from e')}
-     ),
-     unsub as (
-       update contacts c set subscribed = false, updated_at = now() from e
-       where c.id = e.contact_id and c.subscribed
-       returning c.id as contact_id, c.project_id, e.id
-     ),
-     unsub_event as (
-       ${emailEventSql('$4::uuid', 'contact.unsubscribed', '$5::jsonb', 'from unsub')}
-     )
-     select * from complained union all select * from unsub_event`,
-    [email.id, uuidv7(), JSON.stringify(complaint), uuidv7(), JSON.stringify(unsubscribed)],
-  );
-  return nonEmpty(rows);
 }
-
-/** The event of a report about an email: rows of `from` carry the email's `id`, `project_id` and `contact_id`. */
-function emailEventSql(id: string, name: SystemEventName, data: string, from: string): string {
-  return insertEventsSql({ id, projectId: 'project_id', contactId: 'contact_id', name: sqlName(name), data, source: 'SYSTEM', emailId: 'id' }, from, RETURNING_COLUMNS);
-}
-
-/** An event-only report of an email whose contact was deleted changes nothing. */
-const nonEmpty = (rows: EventRow[]) => (rows.length > 0 ? rows : null);

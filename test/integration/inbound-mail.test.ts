@@ -48,6 +48,9 @@ async function processed(where: string, values: unknown[], timeoutMs = 30_000): 
   }
 }
 
+const suppression = async (address: string) =>
+  (await db().query<{ reason: string; source: string; email_id: string }>(`select reason, source, email_id from suppressions where project_id = $1 and email = $2`, [project.projectId, address])).rows;
+
 const events = async (emailId: string) =>
   (await db().query<{ name: string; data: any }>(`select name, data from events where email_id = $1 order by created_at, id`, [emailId])).rows;
 
@@ -131,6 +134,10 @@ describe('bounces (DSN)', () => {
       },
     ]);
     expect((await db().query(`select count(*)::int as n from inbound_messages where email_id = $1`, [email.id])).rows[0].n).toBe(1);
+    // The address is suppressed: no send path mails it again.
+    expect(await suppression(email.to)).toEqual([{ reason: 'hard_bounce', source: 'dsn', email_id: email.id }]);
+    const again2 = expectStatus(await api('POST', '/v1/send', { key: project.secretKey, body: { to: email.to, from: `news@${domain}`, subject: 'Again', body: '<p>x</p>' } }), 200);
+    expect(again2.data.emails[0]).toMatchObject({ status: 'SUPPRESSED' });
   });
 
   test('a delayed (4.x.x) DSN is a transient bounce: recorded, the email stays SENT', async () => {
@@ -142,6 +149,9 @@ describe('bounces (DSN)', () => {
     expect(row.outcome).toMatchObject({ kind: 'bounce', outcome: 'applied', detail: 'soft' });
     expect((await db().query(`select status from emails where id = $1`, [email.id])).rows[0].status).toBe('SENT');
     expect((await events(email.id)).find((e) => e.name === 'email.bounced')?.data).toMatchObject({ source: 'dsn', bounceType: 'Transient', transient: true });
+    // A delay notice suppresses nothing and counts for nothing (the message may still arrive).
+    expect(await suppression(email.to)).toEqual([]);
+    expect((await db().query(`select count(*)::int as n from suppression_soft_bounces where email = $1`, [email.to])).rows[0].n).toBe(0);
   });
 
   test('a DSN that names an email only by Message-ID (no return path of ours) changes nothing: recorded as unmatched', async () => {
@@ -204,6 +214,7 @@ test('an ARF complaint: email.complained (source arf) and the contact unsubscrib
   expect(evs.find((e) => e.name === 'email.complained')?.data).toMatchObject({ source: 'arf', complaintFeedbackType: 'abuse' });
   expect(evs.find((e) => e.name === 'contact.unsubscribed')?.data).toMatchObject({ via: 'complaint' });
   expect((await db().query(`select subscribed from contacts where id = $1`, [email.contactId])).rows[0].subscribed).toBe(false);
+  expect(await suppression(email.to)).toEqual([{ reason: 'complaint', source: 'arf', email_id: email.id }]);
 });
 
 test('mail to the unsubscribe address unsubscribes the contact (via email), once, whatever the body says', async () => {
