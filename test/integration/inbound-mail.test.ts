@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { api } from '../helpers/api';
 import { closeDb, db, waitForEmailStatus } from '../helpers/db';
 import { expectStatus, projectWithDomain } from '../helpers/automations';
@@ -162,6 +164,47 @@ describe('bounces (DSN)', () => {
     expect(row.outcome).toMatchObject({ kind: 'bounce', outcome: 'unmatched' });
     expect((await db().query(`select status from emails where id = $1`, [email.id])).rows[0].status).toBe('SENT');
     expect((await events(email.id)).map((e) => e.name)).not.toContain('email.bounced');
+  });
+});
+
+describe('DSNs in the shapes real mail systems produce (test/fixtures/inbound), delivered over SMTP', () => {
+  const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'inbound', name), 'latin1');
+  /** The fixture about our email: its return path (every b-…@bounces.shop.example) is the email's own. */
+  const about = (raw: string, rp: string) => raw.replace(/b-[a-z2-7]{48}@bounces\.shop\.example/gi, rp);
+  test.each([
+    ['dsn-postfix-hard.eml', 'hard'],
+    ['dsn-exim-hard.eml', 'hard'],
+    ['dsn-sendmail-hard.eml', 'hard'],
+    ['dsn-exchange-online-hard.eml', 'hard'],
+    ['dsn-gmail-hard.eml', 'hard'],
+    ['dsn-yahoo-hard.eml', 'hard'],
+    ['bounce-qmail-text.eml', 'hard'],
+    ['bounce-exchange-legacy-text.eml', 'hard'],
+    ['dsn-postfix-delayed.eml', 'soft'],
+    ['dsn-exim-delayed.eml', 'soft'],
+    ['dsn-gmail-delayed.eml', 'soft'],
+    ['dsn-postfix-expired-soft.eml', 'soft'],
+  ] as const)('%s: a %s bounce', async (name, kind) => {
+    const email = await sentEmail();
+    const rp = returnPathAddress(email.id, bounceHost, secret);
+    const res = await deliver(port(), '', [rp], about(fixture(name), rp));
+    expect(res.data?.code).toBe(250);
+    const row = await processed('email_id = $1', [email.id]);
+    expect(row.outcome).toMatchObject({ kind: 'bounce', outcome: 'applied', detail: kind, events: ['email.bounced'] });
+    const status = (await db().query(`select status from emails where id = $1`, [email.id])).rows[0].status;
+    expect(status).toBe(kind === 'hard' ? 'BOUNCED' : 'SENT');
+    expect((await events(email.id)).find((e) => e.name === 'email.bounced')?.data).toMatchObject({ source: 'dsn', bounceType: kind === 'hard' ? 'Permanent' : 'Transient' });
+  });
+
+  test('an ARF report without the original, and a bounce with a nested message/rfc822, are applied by the quoted return path', async () => {
+    for (const name of ['arf-without-original.eml', 'dsn-nested-rfc822.eml']) {
+      const email = await sentEmail();
+      const rp = returnPathAddress(email.id, bounceHost, secret);
+      const raw = fixture(name).replace(/b-[a-z2-7]{48}@bounces\.(shop|elsewhere)\.example/gi, rp);
+      expect((await deliver(port(), '', [`abuse@${bounceHost}`], raw)).data?.code).toBe(250);
+      const row = await processed('email_id = $1', [email.id]);
+      expect(row.outcome).toMatchObject({ outcome: 'applied', emailId: email.id });
+    }
   });
 });
 
