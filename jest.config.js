@@ -6,7 +6,8 @@
  * - stack: the real stack (Postgres, Temporal, SMTP capture, DNS, the API and worker processes), which the stack
  *   tier's global setup starts once; schemathesis runs here too.
  * A fourth, faults (test/faults: fault injection on stacks of their own, several minutes), runs only when selected:
- * `npm run test:faults`; `npm test` selects the three above.
+ * `npm run test:faults`; so does a fifth, mta (test/mta: Debian's Postfix as relay and bounce source, installed where
+ * missing): `npm run test:mta`. `npm test` selects the three above.
  * A project's global setup runs only when the run selects one of its tests, so the unit tier never boots the stack.
  * @type {import('jest').Config}
  */
