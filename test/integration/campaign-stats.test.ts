@@ -15,7 +15,7 @@ import type { LinkConfig } from '../../domain/tracking/links';
 import { EventDispatcher } from '../../domain/events/event-dispatcher';
 import type { OutboxEvent } from '../../domain/events/event-consumer';
 import { retireConsumer } from '../../domain/events/outbox-admin';
-import { presentCampaignStats } from '../../api/presenters/campaign-stats.presenter';
+import { presentCampaignSendStats } from '../../api/presenters/campaign-stats.presenter';
 import {
   CAMPAIGN_STATS_CONSUMER,
   campaignStatsConsumer,
@@ -360,6 +360,7 @@ describe('campaign stats from events', () => {
       bounceRate: Math.round((now.bounced / now.sent) * 1e4) / 1e4,
       complaintRate: Math.round((now.complained / now.sent) * 1e4) / 1e4,
       unsubscribeRate: Math.round((now.unsubscribed / now.sent) * 1e4) / 1e4,
+      suppressed: 0,
       updatedAt: expect.any(Date),
     });
     expect(stats).toMatchObject({ deliveryRate: 0.5, bounceRate: 0.25, complaintRate: 0.25, unsubscribeRate: 0.5 });
@@ -376,6 +377,7 @@ describe('campaign stats from events', () => {
       bounceRate: 0,
       complaintRate: 0,
       unsubscribeRate: 0,
+      suppressed: 0,
       updatedAt: null,
     });
 
@@ -389,7 +391,7 @@ describe('campaign stats from events', () => {
   test('GET /campaigns/:id/stats answers the presented counters and rates; another project\'s key gets 404', async () => {
     const res = await api('GET', `/campaigns/${campaignA}/stats`, { key: projectA.secretKey });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(presentCampaignStats(await getCampaignStats(orm.em.fork(), projectA.projectId, campaignA)));
+    expect(res.body).toEqual(presentCampaignSendStats(await getCampaignStats(orm.em.fork(), projectA.projectId, campaignA)));
     expect(res.body).toMatchObject({ campaignId: campaignA, sent: 4, openedUnique: 3, openRate: 0.75, bounceRate: 0.25, updatedAt: expect.stringMatching(/Z$/) });
     const foreign = await api('GET', `/campaigns/${campaignA}/stats`, { key: projectB.secretKey });
     expect(foreign.status).toBe(404);

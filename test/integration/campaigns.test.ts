@@ -618,7 +618,7 @@ describe('POST /campaigns/:id/test', () => {
 
     const res = await call('POST', `/campaigns/${c.id}/test`, { email: `  ${email.toUpperCase()} ` });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ emailId: expect.stringMatching(UUIDV7), to: email });
+    expect(res.body).toEqual({ emailId: expect.stringMatching(UUIDV7), to: email, status: 'QUEUED' });
     const [mail] = await waitForMail(email);
     expect(mail!.subject).toBe('[Test] Hello Ada');
     expect(mail!.headers.get('x-mailwright-test')).toBe('true');

@@ -58,6 +58,7 @@ interface World {
   invitationId: string;
   fieldName: string;
   eventName: string;
+  suppressedEmail: string;
   /** Strings only B may ever be shown. */
   secrets: string[];
 }
@@ -91,6 +92,7 @@ const PARAMS: Record<string, ParamKind> = {
   'import/{jobId}': { kind: 'owned', value: (w) => w.importJobId },
   'bulk/{jobId}': { kind: 'owned', value: (w) => w.bulkJobId },
   'uploads/{id}': { kind: 'owned', value: (w) => w.uploadId },
+  'suppressions/{email}': { kind: 'owned', value: (w) => w.suppressedEmail },
   'fields/{field}': { kind: 'name', value: (w) => w.fieldName },
   'events/{eventName}': { kind: 'name', value: (w) => w.eventName },
   'o/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
@@ -357,6 +359,8 @@ async function buildWorld(): Promise<World> {
   const uploadId: string = ((await uploaded.json()) as { id: string }).id;
   const invited = await ok(api('POST', `/projects/${b.projectId}/members`, { cookie: b.cookie, body: { email: `invitee-${randomUUID().slice(0, 8)}@example.com` } }), 202, 'invitation');
   const invitationId: string = invited.invitation.id;
+  const suppressedEmail = `suppressed-${randomUUID().slice(0, 8)}@${domain}`;
+  await ok(api('POST', '/suppressions', { key: b.secretKey, body: { emails: [suppressedEmail] } }), 200, 'suppression');
   await settle(b.projectId);
   return {
     a,
@@ -379,7 +383,8 @@ async function buildWorld(): Promise<World> {
     invitationId,
     fieldName,
     eventName,
-    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId, invitationId],
+    suppressedEmail,
+    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId, invitationId, suppressedEmail],
   };
 }
 

@@ -33,7 +33,7 @@ describe('POST /v1/send', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       success: true,
-      data: { emails: [{ contact: { id: expect.any(String), email: to }, email: expect.any(String) }], timestamp: expect.any(String) },
+      data: { emails: [{ contact: { id: expect.any(String), email: to }, email: expect.any(String), status: 'QUEUED' }], timestamp: expect.any(String) },
     });
     const [mail] = await waitForMail(to);
     expect(mail!.from!.value).toEqual([{ name: 'Acme Support', address: `support@${domain}` }]);
