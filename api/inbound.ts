@@ -8,8 +8,12 @@ import { databaseCheck } from '../domain/health';
 import { startInboundReceiver, type InboundReceiver } from '../domain/inbound/receiver';
 import { markInboundStarted, pendingInbound, purgeInboundBytes } from '../domain/inbound/inbound.repository';
 import { TemporalGateway } from '../temporal/client';
+import { ProjectBatcher } from '../domain/project-batcher';
 import { startMetricsServer } from './metrics-server';
 
+/** Messages per `inbound-mail` workflow, and how long the first of a batch waits for others. */
+const BATCH_MAX = 100;
+const BATCH_WAIT_MS = 20;
 /** How often stored messages whose processing never started (Temporal away) are started, and old bytes dropped. */
 const SWEEP_INTERVAL_MS = 30_000;
 /** A message started this long ago and still RECEIVED is started again (its run was terminated, or never took). */
@@ -22,16 +26,19 @@ export async function startInbound(): Promise<{ receiver: InboundReceiver; stop:
   const db = sql(orm.em);
   const temporal = await TemporalGateway.connect(cfg.temporal);
   const start = async (ids: string[]) => {
-    for (const inboundId of ids) await temporal.startInboundMail({ inboundId });
-    await markInboundStarted(db, ids);
+    const workflowId = await temporal.startInboundMail({ inboundIds: ids });
+    await markInboundStarted(db, ids, workflowId);
   };
-  const receiver = await startInboundReceiver({ config: cfg, db, onStored: (id) => start([id]) });
+  // The messages stored within BATCH_WAIT_MS of each other go to one workflow (a start and a workflow per message cost
+  // Temporal and the worker more than the processing itself).
+  const batcher = new ProjectBatcher<string>((_key, ids) => start(ids), { maxBatch: BATCH_MAX, maxWaitMs: BATCH_WAIT_MS });
+  const receiver = await startInboundReceiver({ config: cfg, db, onStored: (id) => batcher.add('inbound', [id]) });
   const sweep = async () => {
     try {
       for (;;) {
-        const ids = await pendingInbound(db, RESTART_AFTER_MS, 100);
+        const ids = await pendingInbound(db, RESTART_AFTER_MS, BATCH_MAX);
         if (ids.length) await start(ids);
-        if (ids.length < 100) break;
+        if (ids.length < BATCH_MAX) break;
       }
       await purgeInboundBytes(db, cfg.inbound.retentionMs);
     } catch (err) {

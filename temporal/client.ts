@@ -164,9 +164,12 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     return this.startOnce('invitationEmail', workflowIds.invitationEmail(input.requestId), [{ invitationId: input.invitationId }], [{ key: SA.ProjectId, value: input.projectId }]);
   }
 
-  /** Processes a message the inbound SMTP server stored (`inbound-mail/<id>`); a repeated start is harmless. */
-  async startInboundMail(input: { inboundId: string }): Promise<string> {
-    return this.startOnce('inboundMail', workflowIds.inboundMail(input.inboundId), [input], []);
+  /**
+   * Processes a batch of messages the inbound SMTP server stored (`inbound-mail/<first id>`); a repeated start is
+   * harmless (already started, or processed: the activity answers what each message did).
+   */
+  async startInboundMail(input: { inboundIds: string[] }): Promise<string> {
+    return this.startOnce('inboundMail', workflowIds.inboundMail(input.inboundIds[0]!), [input], []);
   }
 
   /** Starts a stored import job's workflow (`contact-import/<jobId>`); already started counts as success. */

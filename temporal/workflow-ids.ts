@@ -19,8 +19,8 @@ export const workflowIds = {
   accountEmail: (requestId: string) => `account-email/${requestId}`,
   /** One project invitation email, named after the API request that asked for it. */
   invitationEmail: (requestId: string) => `invitation-email/${requestId}`,
-  /** The processing of one message the inbound SMTP server stored (inbound_messages.id). */
-  inboundMail: (inboundId: string) => `inbound-mail/${inboundId}`,
+  /** The processing of a batch of messages the inbound SMTP server stored, named after its first (inbound_messages.id). */
+  inboundMail: (firstInboundId: string) => `inbound-mail/${firstInboundId}`,
   /** A project's reset: one at a time per project (a new run under the same id for each reset). */
   projectReset: (projectId: string) => `project-reset/${projectId}`,
 };

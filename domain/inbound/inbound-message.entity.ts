@@ -3,7 +3,7 @@ import { Project } from '../projects/project.entity';
 
 /**
  * A message the inbound SMTP server accepted (migration 20261127070000): stored before the 250, processed by the
- * `inbound-mail/<id>` workflow (inbound.repository.ts, inbound-apply.ts). Declared here so the schema snapshot and
+ * `inbound-mail/<first id of its batch>` workflow (inbound.repository.ts, inbound-apply.ts). Declared here so the schema snapshot and
  * the row-type test know the table.
  */
 export const InboundMessage = defineEntity({
@@ -31,6 +31,8 @@ export const InboundMessage = defineEntity({
     raw: p.blob().nullable(),
     status: p.enum(['RECEIVED', 'PROCESSED', 'FAILED']).default('RECEIVED'),
     startedAt: p.datetime().nullable(),
+    /** The `inbound-mail/<first id of its batch>` run that processes it (migration 20261127130000). */
+    workflowId: p.string().length(255).nullable(),
     processedAt: p.datetime().nullable(),
     kind: p.string().length(20).nullable(),
     outcome: p.json<Record<string, unknown>>().nullable(),

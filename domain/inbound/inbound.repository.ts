@@ -5,7 +5,7 @@ import { uuidv7 } from '../ids';
 
 /**
  * The stored inbound messages (`inbound_messages`): written by the inbound SMTP server before it answers 250, read and
- * finished by the `inbound-mail/<id>` workflow's activity.
+ * finished by the activity of the `inbound-mail` workflow of its batch.
  */
 
 type InboundStatus = 'RECEIVED' | 'PROCESSED' | 'FAILED';
@@ -71,9 +71,9 @@ export async function storeInbound(db: Sql, message: NewInboundMessage): Promise
   return row;
 }
 
-/** Notes that the message's workflow was started (the sweeper leaves it alone for a while). */
-export async function markInboundStarted(db: Sql, ids: string[]): Promise<void> {
-  await db.run(`update inbound_messages set started_at = now() where id = any($1::uuid[]) and status = 'RECEIVED'`, [ids]);
+/** Notes that the messages' workflow was started, and which (the sweeper leaves them alone for a while). */
+export async function markInboundStarted(db: Sql, ids: string[], workflowId: string): Promise<void> {
+  await db.run(`update inbound_messages set started_at = now(), workflow_id = $2 where id = any($1::uuid[]) and status = 'RECEIVED'`, [ids, workflowId]);
 }
 
 /**

@@ -17,14 +17,15 @@ import { storeInbound, verifiedDomainExists } from './inbound.repository';
  * - `unsubscribe` (the mailto: whose subject carries the contact's token), `postmaster` and `abuse` (RFC 2142; feedback
  *   loops send ARF reports to an address the sender registers, for which `abuse` or `fbl` serves), `fbl` and `replies`
  *   (for replies routed here).
- * A message is stored (`inbound_messages`) before the 250, so a worker that is down loses nothing; `onStored` then
- * starts its `inbound-mail/<id>` workflow, and a start that fails is left to the sweeper (the message is safe).
+ * A message is stored (`inbound_messages`) before the 250, so a worker that is down loses nothing; `onStored` is then
+ * told, without waiting for it (api/inbound.ts batches the messages of a few milliseconds into one `inbound-mail`
+ * workflow; a start that fails is left to the sweeper: the message is safe).
  */
 
 export interface ReceiverDeps {
   config: Pick<Config, 'inbound' | 'appSecret'>;
   db: Sql;
-  /** Starts the stored message's processing; a failure is logged (the sweeper starts it later). */
+  /** Starts the stored message's processing; not awaited, and a failure is logged (the sweeper starts it later). */
   onStored: (inboundId: string) => Promise<unknown>;
 }
 
@@ -158,7 +159,7 @@ export async function startInboundReceiver(deps: ReceiverDeps): Promise<InboundR
         }
         inboundMessages.inc({ outcome: stored.duplicate ? 'duplicate' : 'stored' });
         if (stored.status === 'RECEIVED') {
-          await deps.onStored(stored.id).catch((err: unknown) => logger.warn({ err, inboundId: stored.id }, 'inbound: processing not started; the sweeper will'));
+          void deps.onStored(stored.id).catch((err: unknown) => logger.warn({ err, inboundId: stored.id }, 'inbound: processing not started; the sweeper will'));
         }
         callback(null, `2.0.0 Stored as ${stored.id}`);
       })().catch((err: unknown) => {

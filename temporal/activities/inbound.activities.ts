@@ -3,9 +3,14 @@ import { processInboundMessage, type InboundOutcome } from '../../domain/inbound
 
 export function createInboundActivities(deps: ActivityDeps) {
   return {
-    /** Classifies and applies one stored inbound message (idempotent: a processed message answers its outcome). */
-    async processInbound(inboundId: string): Promise<InboundOutcome> {
-      return processInboundMessage(deps.orm.em.fork(), deps.config, inboundId);
+    /**
+     * Classifies and applies stored inbound messages, one after another, each in a transaction of its own (idempotent:
+     * a processed message answers its outcome, so a retried batch redoes only what did not commit).
+     */
+    async processInbound(inboundIds: string[]): Promise<InboundOutcome[]> {
+      const outcomes: InboundOutcome[] = [];
+      for (const id of inboundIds) outcomes.push(await processInboundMessage(deps.orm.em.fork(), deps.config, id));
+      return outcomes;
     },
   };
 }

@@ -12,9 +12,10 @@ const { processInbound } = proxyActivities<InboundActivities>({
 });
 
 /**
- * `inbound-mail/<inboundId>`: what one message that came back does (a bounce, complaint, unsubscribe, reply or
- * auto-reply; README › Inbound mail). The outcome is the workflow's result, so Temporal Web UI shows it.
+ * `inbound-mail/<first inboundId>`: what the messages that came back within a few milliseconds of each other do (a
+ * bounce, complaint, unsubscribe, reply or auto-reply each; README › Inbound mail). One activity takes the batch, each
+ * message in a transaction of its own; the outcomes are the workflow's result, so Temporal Web UI shows them.
  */
-export async function inboundMail(input: { inboundId: string }): Promise<InboundOutcome> {
-  return processInbound(input.inboundId);
+export async function inboundMail(input: { inboundIds: string[] }): Promise<InboundOutcome[]> {
+  return processInbound(input.inboundIds);
 }
