@@ -10,7 +10,7 @@ import { inboundProcessed } from '../metrics';
 import { classifyInbound } from './classify';
 import type { InboundBounce, InboundComplaint, InboundMessage } from './inbound-message';
 import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject } from './return-path';
-import { finishInbound, lockInbound } from './inbound.repository';
+import { finishInbound, lockInbound, lockInboundMany, type InboundRow } from './inbound.repository';
 import { recordSoftBounce, smtpRefusalSuppresses, suppress } from '../suppressions/suppression.service';
 
 /**
@@ -94,28 +94,79 @@ async function answeredEmail(tx: EntityManager, message: InboundMessage, to: Add
   return undefined;
 }
 
+/**
+ * Reads, classifies and applies a batch of stored messages (an `inbound-mail` workflow's), all in one transaction: one
+ * commit and one lock of the rows for the batch instead of one each. Should anything in it fail (a report about an
+ * email not yet recorded as sent, a deadlock with another batch), nothing of it is kept and each message is processed
+ * on its own instead, so one message never holds back the others (and the one that fails, fails alone).
+ */
+export async function processInboundBatch(em: EntityManager, cfg: Cfg, inboundIds: string[]): Promise<InboundOutcome[]> {
+  const rows = await lockInboundMany(em.fork(), inboundIds);
+  const pending = rows.filter((r) => r.status === 'RECEIVED');
+  const messages = new Map<string, InboundMessage>();
+  for (const r of pending) messages.set(r.id, await classifyStored(r));
+  let outcomes: Map<string, InboundOutcome>;
+  try {
+    outcomes = await em.fork().transactional(async (tx) => {
+      const done = new Map<string, InboundOutcome>();
+      for (const row of await lockInboundMany(tx, inboundIds)) {
+        const message = messages.get(row.id);
+        if (row.status !== 'RECEIVED' || !message) continue;
+        done.set(row.id, await applyAndFinish(tx, cfg, row, message));
+      }
+      return done;
+    });
+  } catch {
+    // One by one: each message that can be applied is, and the first failure is thrown at the end (the run retries
+    // the batch; what committed answers its outcome then).
+    const out: InboundOutcome[] = [];
+    let failure: unknown;
+    for (const id of inboundIds) {
+      try {
+        out.push(await processInboundMessage(em, cfg, id));
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure !== undefined) throw failure;
+    return out;
+  }
+  for (const o of outcomes.values()) inboundProcessed.inc({ kind: o.kind, outcome: o.outcome });
+  const earlier = new Map(rows.map((r) => [r.id, r.outcome as unknown as InboundOutcome | null]));
+  return inboundIds.map((id) => outcomes.get(id) ?? earlier.get(id) ?? { kind: 'unknown', outcome: 'ignored', events: [], detail: 'no such inbound message' });
+}
+
+async function classifyStored(row: Pick<InboundRow, 'raw' | 'mailFrom' | 'rcptTo'>): Promise<InboundMessage> {
+  return row.raw
+    ? classifyInbound(row.raw, { mailFrom: row.mailFrom, rcptTo: row.rcptTo })
+    : { kind: 'unknown', reason: 'empty', from: null, subject: '', messageId: null, date: null, inReplyTo: null, references: [] };
+}
+
+/** Applies a locked RECEIVED message and records its outcome on its row. */
+async function applyAndFinish(tx: EntityManager, cfg: Cfg, row: InboundRow, message: InboundMessage): Promise<InboundOutcome> {
+  const outcome = await apply(tx, cfg, row.id, message, addressed(row.rcptTo, cfg.appSecret, row.receivedAt), row.receivedAt);
+  await finishInbound(tx, row.id, {
+    status: 'PROCESSED',
+    kind: outcome.kind,
+    outcome: { ...outcome, summary: summaryOf(message) },
+    projectId: outcome.projectId ?? null,
+    emailId: outcome.emailId ?? null,
+    contactId: outcome.contactId ?? null,
+  });
+  return outcome;
+}
+
 /** Reads, classifies and applies one stored message; a message already processed answers what it did then. */
-export async function processInboundMessage(em: EntityManager, cfg: Cfg, inboundId: string): Promise<InboundOutcome> {
+async function processInboundMessage(em: EntityManager, cfg: Cfg, inboundId: string): Promise<InboundOutcome> {
   // Classified before the transaction (parsing is the slow part), applied inside it.
   const first = await lockInbound(em.fork(), inboundId);
   if (!first) return { kind: 'unknown', outcome: 'ignored', events: [], detail: 'no such inbound message' };
   if (first.status !== 'RECEIVED') return first.outcome as unknown as InboundOutcome;
-  const message: InboundMessage = first.raw
-    ? await classifyInbound(first.raw, { mailFrom: first.mailFrom, rcptTo: first.rcptTo })
-    : { kind: 'unknown', reason: 'empty', from: null, subject: '', messageId: null, date: null, inReplyTo: null, references: [] };
+  const message = await classifyStored(first);
   const result = await em.fork().transactional(async (tx) => {
     const row = await lockInbound(tx, inboundId);
     if (!row || row.status !== 'RECEIVED') return (row?.outcome as unknown as InboundOutcome) ?? { kind: 'unknown', outcome: 'ignored', events: [] };
-    const outcome = await apply(tx, cfg, inboundId, message, addressed(row.rcptTo, cfg.appSecret, row.receivedAt), row.receivedAt);
-    await finishInbound(tx, inboundId, {
-      status: 'PROCESSED',
-      kind: outcome.kind,
-      outcome: { ...outcome, summary: summaryOf(message) },
-      projectId: outcome.projectId ?? null,
-      emailId: outcome.emailId ?? null,
-      contactId: outcome.contactId ?? null,
-    });
-    return outcome;
+    return applyAndFinish(tx, cfg, row, message);
   });
   inboundProcessed.inc({ kind: result.kind, outcome: result.outcome });
   return result;

@@ -99,6 +99,23 @@ export async function lockInbound(em: EntityManager, id: string): Promise<Inboun
   );
 }
 
+const INBOUND_LOCK_MANY = statement(
+  'inbound_lock_many',
+  `select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", case when status = 'RECEIVED' then raw end as raw, status, kind, outcome
+   from inbound_messages where id = any($1::uuid[]) order by id for update`,
+);
+
+/** The messages of a batch, locked in id order (raw bytes only for those still to process). */
+export async function lockInboundMany(em: EntityManager, ids: string[]): Promise<InboundRow[]> {
+  return sql(em).query<InboundRow>(INBOUND_LOCK_MANY, [ids]);
+}
+
+const INBOUND_FINISH = statement(
+  'inbound_finish',
+  `update inbound_messages set status = $2, kind = $3, outcome = $4::jsonb, project_id = $5, email_id = $6, contact_id = $7, processed_at = now()
+   where id = $1`,
+);
+
 export interface InboundFinish {
   status: Exclude<InboundStatus, 'RECEIVED'>;
   kind: string;
@@ -109,11 +126,7 @@ export interface InboundFinish {
 }
 
 export async function finishInbound(em: EntityManager, id: string, f: InboundFinish): Promise<void> {
-  await sql(em).run(
-    `update inbound_messages set status = $2, kind = $3, outcome = $4::jsonb, project_id = $5, email_id = $6, contact_id = $7, processed_at = now()
-     where id = $1`,
-    [id, f.status, f.kind, JSON.stringify(f.outcome), f.projectId, f.emailId, f.contactId],
-  );
+  await sql(em).run(INBOUND_FINISH, [id, f.status, f.kind, JSON.stringify(f.outcome), f.projectId, f.emailId, f.contactId]);
 }
 
 /** Drops the bytes of processed messages older than the retention; what processing found stays. Returns how many. */

@@ -156,6 +156,21 @@ describe('bounces (DSN)', () => {
     expect((await db().query(`select count(*)::int as n from suppression_soft_bounces where email = $1`, [email.to])).rows[0].n).toBe(0);
   });
 
+  test('a DSN faster than our own record of SENT waits (the run retries) and is applied once the email is SENT; a DSN beside it is not held back', async () => {
+    const early = await sentEmail();
+    const other = await sentEmail();
+    // As if the relay's DSN came back before the delivery recorded its SMTP outcome.
+    await db().query(`update emails set status = 'SENDING' where id = $1`, [early.id]);
+    const rps = [returnPathAddress(early.id, bounceHost, secret), returnPathAddress(other.id, bounceHost, secret)];
+    await Promise.all([deliver(port(), '', [rps[0]!], postfixDsn(early, rps[0]!)), deliver(port(), '', [rps[1]!], postfixDsn(other, rps[1]!))]);
+    await waitForEmailStatus(other.id, 'BOUNCED');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await db().query(`select status from inbound_messages where $1 = any(rcpt_to)`, [rps[0]])).rows[0].status).toBe('RECEIVED');
+    await db().query(`update emails set status = 'SENT' where id = $1`, [early.id]);
+    await waitForEmailStatus(early.id, 'BOUNCED', 30_000);
+    expect((await events(early.id)).filter((e) => e.name === 'email.bounced')).toHaveLength(1);
+  });
+
   test('a DSN that names an email only by Message-ID (no return path of ours) changes nothing: recorded as unmatched', async () => {
     const email = await sentEmail();
     const res = await deliver(port(), '', [`postmaster@${bounceHost}`], postfixDsn(email, `someone@${domain}`));
