@@ -66,7 +66,7 @@ export interface ReturnPathSettings {
 }
 
 /** The bounce host of a sender domain: the domain of every envelope sender (return path) of its mail. */
-export const bounceHostOf = (domain: string, settings: Pick<ReturnPathSettings, 'label'>): string => `${settings.label}.${domain}`;
+const bounceHostOf = (domain: string, settings: Pick<ReturnPathSettings, 'label'>): string => `${settings.label}.${domain}`;
 
 /** The MX preference we ask for: any value works (one MX), 10 is what DNS hosts suggest. */
 const RETURN_PATH_MX_PREFERENCE = 10;
@@ -76,7 +76,7 @@ const RETURN_PATH_MX_PREFERENCE = 10;
  * unsubscribe mail sent to the return path reach it, and an SPF record allowing the relay, so SPF passes for the
  * envelope domain and (relaxed alignment: it is a subdomain of the From domain) aligns for DMARC.
  */
-export function returnPathRecords(domain: string, settings: ReturnPathSettings): DomainRecord[] {
+function returnPathRecords(domain: string, settings: ReturnPathSettings): DomainRecord[] {
   const host = bounceHostOf(domain, settings);
   const base = { name: host, required: false, status: 'PENDING' as const, lastCheckedAt: null };
   return [
@@ -184,7 +184,7 @@ export function evaluateRecord(record: DomainRecord, lookup: DnsLookup, checkedA
 
 /** ACTIVE: mail from the domain has a return path on its bounce host; NOT_CONFIGURED: its From address is the envelope sender. */
 export const RETURN_PATH_STATUSES = ['ACTIVE', 'NOT_CONFIGURED'] as const;
-export type ReturnPathStatus = (typeof RETURN_PATH_STATUSES)[number];
+type ReturnPathStatus = (typeof RETURN_PATH_STATUSES)[number];
 
 /**
  * The bounce host that a domain's mail takes its envelope sender from after a check (`domains.return_path_host`), or
