@@ -14,6 +14,9 @@ import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/proj
 import { assertSenderDomain } from '../domains/domain.service';
 import type { SecretBox } from '../domains/secret-box';
 import { dkimFor, isPermanentSmtpFailure, type SealedDkimKey, type SmtpError } from '../emails/delivery';
+import { suppressedReasonSql, upsertSuppressionsSql } from '../suppressions/suppression.repository';
+import { smtpRefusalSuppresses, suppressedError } from '../suppressions/suppression.service';
+import type { SuppressionReason } from '../suppressions/suppression.entity';
 import type { DkimSigningKey } from '../mail/dkim-sign';
 import { resolveMessage, type MessageInput, type ResolvedMessage, type TemplateParts } from '../compose/composer';
 import type { RenderPool } from './render-pool';
@@ -185,6 +188,8 @@ export interface PartitionResult {
   stopped: CampaignStatus | null;
   sent: number;
   skipped: number;
+  /** Not sent because the address was put on the suppression list after the snapshot (SUPPRESSED). */
+  suppressed?: number;
   rejected: number;
   /** Not sent because the message could not be made for the recipient (FAILED). */
   invalid: number;
@@ -215,14 +220,19 @@ interface RecipientRow {
   email: string | null;
   subscribed: boolean | null;
   data: Record<string, unknown> | null;
+  /** Why the address is on the suppression list now, if it is. */
+  suppressed: SuppressionReason | null;
 }
 
 /** A row's outcome waiting to be recorded. */
 type Outcome =
   | { kind: 'sent'; id: string; subject: string; messageId: string; response: string }
-  | { kind: 'rejected'; id: string; response: string }
+  /** `suppressed`: the refusal was about the address, which goes on the suppression list (hard_bounce). */
+  | { kind: 'rejected'; id: string; response: string; suppressed: boolean }
   | { kind: 'retry'; id: string; error: string }
   | { kind: 'skipped'; id: string; reason: string }
+  /** The address was put on the suppression list after the snapshot: SUPPRESSED, never sent. */
+  | { kind: 'suppressed'; id: string; reason: string }
   /** The message could not be made for this recipient (their data makes it invalid): FAILED, never sent. */
   | { kind: 'invalid'; id: string; reason: string };
 
@@ -237,7 +247,7 @@ const RENDER_AHEAD = 4;
 
 const CAMPAIGN_CHUNK = statement(
   'campaign_chunk',
-  `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data
+  `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data, ${suppressedReasonSql('e.project_id', 'c.email')} as suppressed
   from emails e left join contacts c on c.id = e.contact_id
   where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
   order by e.contact_id limit $5`,
@@ -285,7 +295,9 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       next.catch(() => undefined);
       const sendable: RecipientRow[] = [];
       for (const row of rows) {
-        if (row.subscribed === true) sendable.push(row);
+        // The snapshot's suppressed addresses were ended right after it; this catches those suppressed since.
+        if (row.suppressed) recorder.add({ kind: 'suppressed', id: row.id, reason: suppressedError(row.suppressed) });
+        else if (row.subscribed === true) sendable.push(row);
         else recorder.add({ kind: 'skipped', id: row.id, reason: row.subscribed === false ? 'Unsubscribed after the audience snapshot' : 'The contact was deleted' });
       }
       // Batches are rendered at most RENDER_AHEAD ahead of the one being sent: enough to keep the threads busy, and
@@ -412,13 +424,13 @@ async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw
     return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: String(info.response ?? '') };
   } catch (err) {
     const detail = (err as SmtpError).response ?? (err as Error).message;
-    if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail };
+    if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail, suppressed: smtpRefusalSuppresses(err as SmtpError) };
     return { kind: 'retry', id: m.id, error: detail };
   }
 }
 
 /** The status an outcome leaves its email in, as /metrics counts it. */
-const CAMPAIGN_OUTCOME_STATUS: Record<Outcome['kind'], EmailOutcomeStatus> = { sent: 'sent', rejected: 'bounced', retry: 'retry', skipped: 'cancelled', invalid: 'failed' };
+const CAMPAIGN_OUTCOME_STATUS: Record<Outcome['kind'], EmailOutcomeStatus> = { sent: 'sent', rejected: 'bounced', retry: 'retry', skipped: 'cancelled', suppressed: 'suppressed', invalid: 'failed' };
 
 /** How long a batch of outcomes is retried while the database is away before the activity gives up (and resends). */
 const RECORD_RETRY_MS = 60_000;
@@ -429,11 +441,15 @@ const CAMPAIGN_RECORD_RETRY = statement(
   from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status = 'QUEUED'`,
 );
 
-const CAMPAIGN_RECORD_REJECTED = statement('campaign_record_rejected', `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[]) as v(id, resp, event_id)),
+// A refusal about the address (`suppress`) puts it on the suppression list in the statement that records the bounce.
+const CAMPAIGN_RECORD_REJECTED = statement('campaign_record_rejected', `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[], $5::bool[]) as v(id, resp, event_id, suppress)),
          upd as (
            update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', attempts = e.attempts + 1, updated_at = now()
            from v where e.id = v.id and e.status = 'QUEUED'
-           returning e.id, e.project_id, e.contact_id, v.resp, v.event_id
+           returning e.id, e.project_id, e.contact_id, e.to_email, v.resp, v.event_id, v.suppress
+         ),
+         suppressed as (
+           ${upsertSuppressionsSql(`select project_id, to_email as email, 'hard_bounce'::text as reason, 'smtp'::text as source, resp as detail, id as email_id from upd where suppress`)}
          ),
          ev as (
            ${insertEventsSql(
@@ -475,7 +491,7 @@ const CAMPAIGN_RECORD_SENT = statement(
 );
 
 /** Rows that end without an SMTP transaction, by kind: the row's end state and the counter it goes to. */
-const endUnsentSql = (status: 'CANCELLED' | 'FAILED', counter: 'skipped' | 'failed') => `
+const endUnsentSql = (status: 'CANCELLED' | 'FAILED' | 'SUPPRESSED', counter: 'skipped' | 'failed' | 'suppressed') => `
 with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
 upd as (update emails e set status = '${status}', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
 n as (select count(*)::int as n from upd),
@@ -484,6 +500,7 @@ select n from n`;
 const END_UNSENT = {
   skipped: statement('campaign_record_skipped', endUnsentSql('CANCELLED', 'skipped')),
   invalid: statement('campaign_record_invalid', endUnsentSql('FAILED', 'failed')),
+  suppressed: statement('campaign_record_suppressed', endUnsentSql('SUPPRESSED', 'suppressed')),
 };
 
 /**
@@ -496,7 +513,7 @@ class OutcomeRecorder {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private failure: unknown = null;
-  readonly counts = { sent: 0, skipped: 0, rejected: 0, invalid: 0, retry: 0 };
+  readonly counts = { sent: 0, skipped: 0, suppressed: 0, rejected: 0, invalid: 0, retry: 0 };
 
   constructor(
     private readonly em: EntityManager,
@@ -534,10 +551,10 @@ class OutcomeRecorder {
   }
 
   /**
-   * Rows that end without an SMTP transaction: skipped (CANCELLED, counted in `skipped`) or invalid (FAILED, counted
-   * in `failed`). Returns how many rows it ended.
+   * Rows that end without an SMTP transaction: skipped (CANCELLED, counted in `skipped`), suppressed (SUPPRESSED,
+   * counted in `suppressed`) or invalid (FAILED, counted in `failed`). Returns how many rows it ended.
    */
-  private async endUnsent(kind: 'skipped' | 'invalid', rows: { id: string; reason: string }[]): Promise<number> {
+  private async endUnsent(kind: 'skipped' | 'invalid' | 'suppressed', rows: { id: string; reason: string }[]): Promise<number> {
     const [r] = await sql(this.em).query<{ n: number }>(END_UNSENT[kind], [rows.map((o) => o.id), rows.map((o) => o.reason), this.campaignId]);
     return r!.n;
   }
@@ -565,6 +582,7 @@ class OutcomeRecorder {
     const rejected = batch.filter((o) => o.kind === 'rejected');
     const retry = batch.filter((o) => o.kind === 'retry');
     const skipped = batch.filter((o) => o.kind === 'skipped');
+    const suppressed = batch.filter((o) => o.kind === 'suppressed');
     const invalid = batch.filter((o) => o.kind === 'invalid');
     if (sent.length) {
       const [r] = await sql(this.em).query<{ n: number }>(
@@ -576,11 +594,12 @@ class OutcomeRecorder {
     if (rejected.length) {
       const [r] = await sql(this.em).query<{ n: number }>(
         CAMPAIGN_RECORD_REJECTED,
-        [rejected.map((o) => o.id), rejected.map((o) => o.response), rejected.map(() => uuidv7()), this.campaignId],
+        [rejected.map((o) => o.id), rejected.map((o) => o.response), rejected.map(() => uuidv7()), this.campaignId, rejected.map((o) => o.suppressed)],
       );
       this.counts.rejected += r!.n;
     }
     if (skipped.length) this.counts.skipped += await this.endUnsent('skipped', skipped);
+    if (suppressed.length) this.counts.suppressed += await this.endUnsent('suppressed', suppressed);
     if (invalid.length) this.counts.invalid += await this.endUnsent('invalid', invalid);
     if (retry.length) {
       await sql(this.em).query(

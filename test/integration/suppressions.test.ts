@@ -233,6 +233,39 @@ describe('every send path skips a suppressed address before SMTP and says so', (
     expect(await messagesTo(emails[3]!)).toHaveLength(0);
   });
 
+  test('campaigns: an address suppressed while the campaign is sending is not mailed by it (SUPPRESSED, counted)', async () => {
+    // A project of its own: the campaign is throttled to one message a second, so it is still sending when the
+    // addresses are suppressed (each share then reads one recipient per round trip, one ahead of the one it sends).
+    const own = await projectWithDomain('suppressions-mid-send');
+    expectStatus(await api('PATCH', `/users/@me/projects/${own.project.projectId}`, { cookie: own.project.cookie, body: { settings: { campaignSendRate: 1 } } }), 200);
+    const t = `mid${tag()}`;
+    const emails = Array.from({ length: 8 }, (_, i) => `${t}-${i}@example.com`);
+    await seedContacts(own.project.projectId, 8, (i) => ({ email: emails[i]!, data: { tag: t } }));
+    const ownCall = (method: string, path: string, body?: unknown) => call(method, path, body, own.project);
+    const campaign = await ok(
+      await ownCall('POST', '/campaigns', {
+        name: `C ${t}`,
+        subject: 'Slow news',
+        body: '<p>News</p>',
+        from: `news@${own.domain}`,
+        audienceType: 'FILTERED',
+        audienceFilter: { operator: 'AND', conditions: [{ field: 'data.tag', operator: 'equals', value: t }] },
+      }),
+      201,
+    );
+    ok(await ownCall('POST', `/campaigns/${campaign.id}/send`), 200);
+    await waitFor('a first message', async () => ((await Promise.all(emails.map(messagesTo))).some((m) => m.length > 0) ? true : undefined));
+    ok(await ownCall('POST', '/suppressions', { emails }), 200);
+    await waitFor('the campaign sent', async () => ((await ownCall('GET', `/campaigns/${campaign.id}`)).body.status === 'SENT' ? true : undefined), 30_000);
+    const { rows } = await db().query<{ to_email: string; status: string; error: string | null }>('select to_email, status, error from emails where campaign_id = $1', [campaign.id]);
+    const suppressed = rows.filter((r) => r.status === 'SUPPRESSED');
+    expect(suppressed.length).toBeGreaterThan(0);
+    expect(rows.filter((r) => r.status === 'SENT').length + suppressed.length).toBe(8);
+    expect(suppressed[0]!.error).toBe("Not sent: the address is on the project's suppression list (manual)");
+    expect(await ok(await ownCall('GET', `/campaigns/${campaign.id}/stats`), 200)).toMatchObject({ audience: 8, suppressed: suppressed.length, sent: 8 - suppressed.length });
+    for (const r of suppressed) expect(await messagesTo(r.to_email)).toHaveLength(0);
+  });
+
   test('campaign test sends: a suppressed address gets no test message, and the answer says so', async () => {
     const campaign = await ok(await call('POST', '/campaigns', { name: `T ${tag()}`, subject: 'Test me', body: '<p>t</p>', from: `news@${domain}`, audienceType: 'ALL' }), 201);
     const blocked = `tester-${tag()}@example.com`;
@@ -300,6 +333,28 @@ describe('bounces and complaints fill the list', () => {
     expect(second).toMatchObject({ status: 'SUPPRESSED', suppression: { reason: 'hard_bounce' } });
     await fence();
     expect((await refusals())[to]).toBe(1); // one RCPT TO, the first send's
+  });
+
+  test("a campaign's 5xx about a recipient suppresses it too (hard_bounce, smtp, the campaign's email)", async () => {
+    const t = `cb${tag()}`;
+    const bounced = `bounce-${t}@example.com`;
+    await seedContacts(project.projectId, 2, (i) => ({ email: i === 0 ? bounced : `${t}-ok@example.com`, data: { tag: t } }));
+    const campaign = await ok(
+      await call('POST', '/campaigns', {
+        name: `C ${t}`,
+        subject: 'News',
+        body: '<p>News</p>',
+        from: `news@${domain}`,
+        audienceType: 'FILTERED',
+        audienceFilter: { operator: 'AND', conditions: [{ field: 'data.tag', operator: 'equals', value: t }] },
+      }),
+      201,
+    );
+    ok(await call('POST', `/campaigns/${campaign.id}/send`), 200);
+    await waitFor('the campaign sent', async () => ((await call('GET', `/campaigns/${campaign.id}`)).body.status === 'SENT' ? true : undefined));
+    const row = (await db().query(`select id, status from emails where campaign_id = $1 and to_email = $2`, [campaign.id, bounced])).rows[0];
+    expect(row.status).toBe('BOUNCED');
+    expect(await entryOf(bounced)).toMatchObject({ reason: 'hard_bounce', source: 'smtp', emailId: row.id, detail: expect.stringMatching(/^550 5\.1\.1/) });
   });
 
   test('a 5xx refusing the message after DATA (5.7.1, content) bounces the email but leaves the address alone', async () => {
