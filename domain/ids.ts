@@ -43,6 +43,18 @@ export function uuidv7s(n: number): string[] {
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A UUID's 16 bytes (signed tokens carry ids this way); throws on anything that is not a UUID. */
+export function uuidBytes(id: string): Buffer {
+  if (!UUID_RE.test(id)) throw new Error(`Not a UUID: ${id}`);
+  return Buffer.from(id.replace(/-/g, ''), 'hex');
+}
+
+/** 16 bytes as a UUID string (lowercase, hyphenated). */
+export function uuidString(bytes: Buffer): string {
+  const h = bytes.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 /** `bytes` random bytes as hex (MIME boundaries and other non-secret unique strings). */
 export function randomHex(bytes: number): string {
   return random(bytes).toString('hex');
@@ -59,6 +71,5 @@ export function uuidFromName(name: string): string {
   const b = createHash('sha256').update(name).digest().subarray(0, 16);
   b[6] = 0x80 | (b[6]! & 0x0f);
   b[8] = 0x80 | (b[8]! & 0x3f);
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  return uuidString(b);
 }

@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
-import { UUID_RE } from '../ids';
+import { uuidBytes, uuidString } from '../ids';
 import { linkTokens, MAX_TOKEN_CHARS } from '../tracking/tokens';
 
 /**
@@ -96,16 +96,6 @@ function unbase32(text: string): Buffer {
   return out;
 }
 
-function idBytes(emailId: string): Buffer {
-  if (!UUID_RE.test(emailId)) throw new Error(`Not a UUID: ${emailId}`);
-  return Buffer.from(emailId.replace(/-/g, ''), 'hex');
-}
-
-function idString(bytes: Buffer): string {
-  const h = bytes.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
-
 const dayOf = (date: Date): number => Math.floor(date.getTime() / DAY_MS);
 
 function sign(kind: string, payload: Buffer, secret: string): string {
@@ -140,7 +130,7 @@ function localPart(input: string): string | null {
 export function returnPathAddress(emailId: string, bounceHost: string, secret: string, now: Date = new Date()): string {
   const day = Buffer.alloc(DAY_BYTES);
   day.writeUInt16BE(dayOf(now));
-  return `${sign(RETURN_PATH_KIND, Buffer.concat([idBytes(emailId), day]), secret)}@${bounceHost.toLowerCase()}`;
+  return `${sign(RETURN_PATH_KIND, Buffer.concat([uuidBytes(emailId), day]), secret)}@${bounceHost.toLowerCase()}`;
 }
 
 /**
@@ -155,7 +145,7 @@ export function parseReturnPath(address: string, secret: string, now: Date = new
   const day = payload.readUInt16BE(ID_BYTES);
   const today = dayOf(now);
   if (day > today + FUTURE_SKEW_DAYS || today - day > RETURN_PATH_MAX_AGE_DAYS) return { error: 'expired' };
-  return { emailId: idString(payload.subarray(0, ID_BYTES)), issuedAt: new Date(day * DAY_MS) };
+  return { emailId: uuidString(payload.subarray(0, ID_BYTES)), issuedAt: new Date(day * DAY_MS) };
 }
 
 /**
@@ -164,13 +154,13 @@ export function parseReturnPath(address: string, secret: string, now: Date = new
  * the contact, so the address carries only the email id.
  */
 export function unsubscribeAddress(emailId: string, host: string, secret: string): string {
-  return `${sign(UNSUBSCRIBE_KIND, idBytes(emailId), secret)}@${host.toLowerCase()}`;
+  return `${sign(UNSUBSCRIBE_KIND, uuidBytes(emailId), secret)}@${host.toLowerCase()}`;
 }
 
 /** The email an unsubscribe address names (unsubscribeAddress), or why it names none. */
 export function parseUnsubscribeAddress(address: string, secret: string): UnsubscribeAddressResult {
   const payload = verify(address, UNSUBSCRIBE_KIND, ID_BYTES, secret);
-  return Buffer.isBuffer(payload) ? { emailId: idString(payload) } : payload;
+  return Buffer.isBuffer(payload) ? { emailId: uuidString(payload) } : payload;
 }
 
 const RETURN_PATH_IN_TEXT_RE = /(?<![a-z0-9.+_-])b-[a-z2-7]{48}(?![a-z0-9])/gi;

@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
-import { UUID_RE } from '../ids';
+import { uuidBytes, uuidString } from '../ids';
 
 /**
  * Signed tokens for the public tracking and subscription links. A token is base64url(payload || mac):
@@ -36,16 +36,6 @@ export type TokenPayload =
 type PayloadOf<K extends TokenKind> = Extract<TokenPayload, { kind: K }>;
 
 const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
-
-function uuidBytes(id: string): Buffer {
-  if (!UUID_RE.test(id)) throw new Error(`Not a UUID: ${id}`);
-  return Buffer.from(id.replace(/-/g, ''), 'hex');
-}
-
-function uuidString(bytes: Buffer): string {
-  const h = bytes.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
 
 export class LinkTokens {
   private readonly key: Buffer;
