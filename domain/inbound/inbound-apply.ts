@@ -10,7 +10,7 @@ import { inboundProcessed } from '../metrics';
 import { classifyInbound } from './classify';
 import type { InboundBounce, InboundComplaint, InboundMessage } from './inbound-message';
 import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject } from './return-path';
-import { finishInbound, lockInbound, lockInboundMany, type InboundRow } from './inbound.repository';
+import { finishInbound, lockInbound, readInbound, type InboundRow } from './inbound.repository';
 import { recordSoftBounce, smtpRefusalSuppresses, suppress } from '../suppressions/suppression.service';
 
 /**
@@ -101,7 +101,7 @@ async function answeredEmail(tx: EntityManager, message: InboundMessage, to: Add
  * on its own instead, so one message never holds back the others (and the one that fails, fails alone).
  */
 export async function processInboundBatch(em: EntityManager, cfg: Cfg, inboundIds: string[]): Promise<InboundOutcome[]> {
-  const rows = await lockInboundMany(em.fork(), inboundIds);
+  const rows = await readInbound(em.fork(), inboundIds);
   const pending = rows.filter((r) => r.status === 'RECEIVED');
   const messages = new Map<string, InboundMessage>();
   for (const r of pending) messages.set(r.id, await classifyStored(r));
@@ -109,7 +109,7 @@ export async function processInboundBatch(em: EntityManager, cfg: Cfg, inboundId
   try {
     outcomes = await em.fork().transactional(async (tx) => {
       const done = new Map<string, InboundOutcome>();
-      for (const row of await lockInboundMany(tx, inboundIds)) {
+      for (const row of await lockInbound(tx, inboundIds)) {
         const message = messages.get(row.id);
         if (row.status !== 'RECEIVED' || !message) continue;
         done.set(row.id, await applyAndFinish(tx, cfg, row, message));
@@ -159,12 +159,12 @@ async function applyAndFinish(tx: EntityManager, cfg: Cfg, row: InboundRow, mess
 /** Reads, classifies and applies one stored message; a message already processed answers what it did then. */
 async function processInboundMessage(em: EntityManager, cfg: Cfg, inboundId: string): Promise<InboundOutcome> {
   // Classified before the transaction (parsing is the slow part), applied inside it.
-  const first = await lockInbound(em.fork(), inboundId);
+  const [first] = await readInbound(em.fork(), [inboundId]);
   if (!first) return { kind: 'unknown', outcome: 'ignored', events: [], detail: 'no such inbound message' };
   if (first.status !== 'RECEIVED') return first.outcome as unknown as InboundOutcome;
   const message = await classifyStored(first);
   const result = await em.fork().transactional(async (tx) => {
-    const row = await lockInbound(tx, inboundId);
+    const [row] = await lockInbound(tx, [inboundId]);
     if (!row || row.status !== 'RECEIVED') return (row?.outcome as unknown as InboundOutcome) ?? { kind: 'unknown', outcome: 'ignored', events: [] };
     return applyAndFinish(tx, cfg, row, message);
   });

@@ -90,24 +90,29 @@ export async function pendingInbound(db: Sql, staleMs: number, limit: number): P
   return rows.map((r) => r.id);
 }
 
-/** The message, locked for processing (a second run of the same message waits, then sees it PROCESSED). */
-export async function lockInbound(em: EntityManager, id: string): Promise<InboundRow | undefined> {
-  return sql(em).one<InboundRow>(
-    `select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", raw, status, kind, outcome
-     from inbound_messages where id = $1 for update`,
-    [id],
-  );
-}
+const INBOUND_COLUMNS = `id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome`;
 
-const INBOUND_LOCK_MANY = statement(
-  'inbound_lock_many',
-  `select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", case when status = 'RECEIVED' then raw end as raw, status, kind, outcome
-   from inbound_messages where id = any($1::uuid[]) order by id for update`,
+const INBOUND_READ = statement(
+  'inbound_read',
+  `select ${INBOUND_COLUMNS}, case when status = 'RECEIVED' then raw end as raw from inbound_messages where id = any($1::uuid[])`,
 );
 
-/** The messages of a batch, locked in id order (raw bytes only for those still to process). */
-export async function lockInboundMany(em: EntityManager, ids: string[]): Promise<InboundRow[]> {
-  return sql(em).query<InboundRow>(INBOUND_LOCK_MANY, [ids]);
+/** Messages to classify, unlocked (parsing is slow): their bytes only while they are still to process. */
+export async function readInbound(em: EntityManager, ids: string[]): Promise<InboundRow[]> {
+  return sql(em).query<InboundRow>(INBOUND_READ, [ids]);
+}
+
+const INBOUND_LOCK = statement(
+  'inbound_lock',
+  `select ${INBOUND_COLUMNS}, null::bytea as raw from inbound_messages where id = any($1::uuid[]) order by id for update`,
+);
+
+/**
+ * Messages locked for applying, in id order, without their bytes (read and classified before the transaction): a
+ * second run of the same messages waits, then sees them PROCESSED.
+ */
+export async function lockInbound(em: EntityManager, ids: string[]): Promise<InboundRow[]> {
+  return sql(em).query<InboundRow>(INBOUND_LOCK, [ids]);
 }
 
 const INBOUND_FINISH = statement(

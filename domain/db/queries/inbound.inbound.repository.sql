@@ -4,9 +4,11 @@
 update inbound_messages set status = $2, kind = $3, outcome = $4::jsonb, project_id = $5, email_id = $6, contact_id = $7, processed_at = now()
 where id = $1;
 
--- inbound_lock_many
-select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", case when status = 'RECEIVED' then raw end as raw, status, kind, outcome
-from inbound_messages where id = any($1::uuid[]) order by id for update;
+-- inbound_lock
+select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome, null::bytea as raw from inbound_messages where id = any($1::uuid[]) order by id for update;
+
+-- inbound_read
+select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome, case when status = 'RECEIVED' then raw end as raw from inbound_messages where id = any($1::uuid[]);
 
 -- inbound_store
 with ins as (
