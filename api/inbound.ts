@@ -11,9 +11,13 @@ import { TemporalGateway } from '../temporal/client';
 import { ProjectBatcher } from '../domain/project-batcher';
 import { startMetricsServer } from './metrics-server';
 
-/** Messages per `inbound-mail` workflow, and how long the first of a batch waits for others. */
-const BATCH_MAX = 100;
-const BATCH_WAIT_MS = 20;
+/**
+ * Messages per `inbound-mail` workflow, and how long the first of a batch waits for others. Nothing in inbound mail is
+ * urgent to a quarter of a second, and a workflow costs Temporal and the worker more than the messages it applies
+ * (BENCHMARKS.md › Inbound mail): under a flood, a batch fills before it times out.
+ */
+const BATCH_MAX = 200;
+const BATCH_WAIT_MS = 250;
 /** How often stored messages whose processing never started (Temporal away) are started, and old bytes dropped. */
 const SWEEP_INTERVAL_MS = 30_000;
 /** A message started this long ago and still RECEIVED is started again (its run was terminated, or never took). */

@@ -3,7 +3,7 @@
 // (api/inbound.ts) by CONNECTIONS clients, each sending its messages one after another on one session, as an MTA
 // does; the worker's inbound-mail workflows classify and apply them. Measured: SMTP acceptance (250s per second) and
 // processing (from the first DSN to the last email BOUNCED), and the CPU of each process. Loopback only; stops by
-// itself. Options (env): MESSAGES (3000), CONNECTIONS (16).
+// itself. Options (env): MESSAGES (3000), CONNECTIONS (16), WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../domain/config';
 import { uuidv7 } from '../domain/ids';
@@ -61,7 +61,11 @@ function dsn(to: string, returnPath: string): string {
 }
 
 async function main() {
-  const stack = await startBenchStack({ smtpUrl: 'smtp://127.0.0.1:9', inbound: true });
+  const stack = await startBenchStack({
+    smtpUrl: 'smtp://127.0.0.1:9',
+    inbound: true,
+    workerNodeArgs: process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean),
+  });
   try {
     const domain = 'inbound.example.test';
     const { projectId } = await benchProject(stack.apiUrl, stack.db, domain);
@@ -100,6 +104,14 @@ async function main() {
     }
     const processedMs = Date.now() - t0;
     const cpuAfter = cpuByProcess(pids);
+    // The events' consumers (analytics, segments, automations: the outbox) finish after the last BOUNCED; their share.
+    for (const t1 = Date.now(); Date.now() - t1 < 120_000; await new Promise((r) => setTimeout(r, 100))) {
+      const { rows } = await stack.db.query(`select count(*)::int as n from event_outbox`);
+      if (rows[0].n === 0) break;
+    }
+    const drainedMs = Date.now() - t0;
+    const cpuDrained = cpuByProcess(pids);
+    const { rows: runs } = await stack.db.query(`select count(distinct workflow_id)::int as n from inbound_messages`);
     const cpu = Object.fromEntries(Object.keys(cpuAfter).map((k) => [k, Math.round(((cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)) * 10) / 10]));
     const { rows: events } = await stack.db.query(`select count(*)::int as n from events where project_id = $1 and name = 'email.bounced'`, [projectId]);
     console.log(
@@ -113,7 +125,10 @@ async function main() {
           acceptedSeconds: acceptedMs / 1000,
           processedSeconds: processedMs / 1000,
           bouncedEvents: events[0].n,
+          workflows: runs[0].n,
           cpuSeconds: cpu,
+          outboxDrainedSeconds: drainedMs / 1000,
+          cpuSecondsOfTheOutboxAfter: Object.fromEntries(Object.keys(cpuDrained).map((k) => [k, Math.round(((cpuDrained[k] ?? 0) - (cpuAfter[k] ?? 0)) * 10) / 10])),
         },
         null,
         2,

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { uuidv7 } from '../ids';
-import { insertEventsSql, sqlName, type RecordedEvent, type SystemEventData, type SystemEventName } from '../events/event-writer';
+import { insertEventsSql, recordEvents, sqlName, type NewEvent, type RecordedEvent, type SystemEventData, type SystemEventName } from '../events/event-writer';
 
 /**
  * What a report about one sent email does, whoever reported it (Amazon SES through SNS, a DSN or ARF report that came
@@ -37,13 +37,20 @@ export type EmailReport =
 export type ReportEventRow = Omit<RecordedEvent, 'source'>;
 const RETURNING_COLUMNS = `id, project_id as "projectId", contact_id as "contactId", email_id as "emailId", name, data, created_at as "createdAt"`;
 
+const LOCKED_COLUMNS = `id, project_id as "projectId", contact_id as "contactId", status, from_email as "fromEmail", to_email as "toEmail"`;
+
 /** The email, locked for the report's transaction (a concurrent report of the same email waits). */
 export async function lockEmail(tx: EntityManager, emailId: string): Promise<LockedEmail | undefined> {
-  return sql(tx).one<LockedEmail>(
-    `select id, project_id as "projectId", contact_id as "contactId", status, from_email as "fromEmail", to_email as "toEmail"
-     from emails where id = $1 for update`,
-    [emailId],
-  );
+  return sql(tx).one<LockedEmail>(`select ${LOCKED_COLUMNS} from emails where id = $1 for update`, [emailId]);
+}
+
+const EMAILS_LOCK = statement('emails_lock_reports', `select ${LOCKED_COLUMNS} from emails where id = any($1::uuid[]) order by id for update`);
+
+/** Several emails locked at once, in id order (two batches that share emails wait for each other, never deadlock). */
+export async function lockEmails(tx: EntityManager, emailIds: readonly string[]): Promise<Map<string, LockedEmail>> {
+  if (emailIds.length === 0) return new Map();
+  const rows = await sql(tx).query<LockedEmail>(EMAILS_LOCK, [[...new Set(emailIds)]]);
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /**
@@ -66,28 +73,7 @@ export async function applyEmailReport(tx: EntityManager, email: LockedEmail, re
       [at, report.smtpResponse ?? null, email.id, uuidv7(), JSON.stringify(report.data)],
     );
   }
-  if (report.kind === 'bounced') {
-    if (!report.permanent) {
-      return nonEmpty(
-        await sql(tx).query<ReportEventRow>(emailEventSql('$1::uuid', 'email.bounced', '$2::jsonb', 'from emails where id = $3 and contact_id is not null'), [
-          uuidv7(),
-          JSON.stringify(report.data),
-          email.id,
-        ]),
-      );
-    }
-    // A permanent bounce can follow a delivery report (the receiver accepted, then bounced); it ends the story.
-    if (email.status !== 'SENT' && email.status !== 'DELIVERED') return null;
-    return sql(tx).query<ReportEventRow>(
-      `with upd as (
-         update emails set status = 'BOUNCED', smtp_response = coalesce($1, smtp_response), error = $2, updated_at = now()
-         where id = $3 and status in ('SENT', 'DELIVERED')
-         returning id, project_id, contact_id
-       )
-       ${emailEventSql('$4::uuid', 'email.bounced', '$5::jsonb', 'from upd where contact_id is not null')}`,
-      [report.response ?? null, report.error, email.id, uuidv7(), JSON.stringify(report.data)],
-    );
-  }
+  if (report.kind === 'bounced') return (await applyBounceReports(tx, [{ email, report }]))[0]!;
   const unsubscribed: SystemEventData['contact.unsubscribed'] = { via: 'complaint' };
   // The complaint and, when the contact was still subscribed, its unsubscription with contact.unsubscribed: one
   // statement, so a complaint never unsubscribes without its event or records the unsubscription twice.
@@ -108,6 +94,46 @@ export async function applyEmailReport(tx: EntityManager, email: LockedEmail, re
     [email.id, uuidv7(), JSON.stringify(report.data), uuidv7(), JSON.stringify(unsubscribed)],
   );
   return nonEmpty(rows);
+}
+
+export type BounceReport = Extract<EmailReport, { kind: 'bounced' }>;
+
+const EMAILS_BOUNCE = statement(
+  'emails_bounce',
+  `update emails e set status = 'BOUNCED', smtp_response = coalesce(v.response, e.smtp_response), error = v.error, updated_at = now()
+   from unnest($1::uuid[], $2::text[], $3::text[]) as v(id, response, error)
+   where e.id = v.id and e.status in ('SENT', 'DELIVERED')`,
+);
+
+/**
+ * Bounce reports about locked emails (`lockEmail`, `lockEmails`), applied in order as one by one, in two statements
+ * whatever their number (a flood of DSNs is applied a batch at a time): one update of the emails a permanent bounce
+ * ends, one insert of the events. Per report, in order: the events it recorded, or null when it changed nothing. A
+ * permanent bounce ends an email that was SENT or DELIVERED (a receiver can accept, then bounce) as BOUNCED, and
+ * changes nothing after that; any other bounce is recorded and the status stays. The emails' `status` in `items` is updated as the statement updates the rows.
+ */
+export async function applyBounceReports(tx: EntityManager, items: readonly { email: LockedEmail; report: BounceReport }[]): Promise<(ReportEventRow[] | null)[]> {
+  const ended: { id: string; response: string | null; error: string }[] = [];
+  const events: NewEvent[] = [];
+  const decided = items.map(({ email, report }): NewEvent | [] | null => {
+    if (report.permanent) {
+      if (email.status !== 'SENT' && email.status !== 'DELIVERED') return null;
+      email.status = 'BOUNCED';
+      ended.push({ id: email.id, response: report.response ?? null, error: report.error });
+    }
+    // An email without a contact (deleted) gets no event: a permanent bounce still ended it ([]), any other did nothing.
+    if (!email.contactId) return report.permanent ? [] : null;
+    const event: NewEvent = { source: 'SYSTEM', projectId: email.projectId, contactId: email.contactId, emailId: email.id, name: 'email.bounced', data: report.data };
+    events.push(event);
+    return event;
+  });
+  if (ended.length) await sql(tx).run(EMAILS_BOUNCE, [ended.map((e) => e.id), ended.map((e) => e.response), ended.map((e) => e.error)]);
+  const recorded = new Map((await recordEvents(sql(tx), events)).map((r, i) => [events[i], r]));
+  return decided.map((e) => (e === null || Array.isArray(e) ? e : [withoutSource(recorded.get(e)!)]));
+}
+
+function withoutSource({ source: _source, ...row }: RecordedEvent): ReportEventRow {
+  return row;
 }
 
 /** The event of a report about an email: rows of `from` carry the email's `id`, `project_id` and `contact_id`. */

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql';
 import type { Config } from '../config';
 import { recordEvents } from '../events/event-writer';
-import { applyEmailReport, lockEmail, type EmailReport, type LockedEmail } from '../emails/email-reports';
+import { applyBounceReports, applyEmailReport, lockEmail, lockEmails, type BounceReport, type EmailReport, type LockedEmail } from '../emails/email-reports';
 import { messageIdFor } from '../emails/delivery';
 import { parseOurMessageId } from '../webhooks/ses-reports';
 import { changeSubscription } from '../tracking/tracking.service';
@@ -11,7 +11,7 @@ import { classifyInbound } from './classify';
 import type { InboundBounce, InboundComplaint, InboundMessage } from './inbound-message';
 import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject } from './return-path';
 import { finishInbound, lockInbound, readInbound, type InboundRow } from './inbound.repository';
-import { recordSoftBounce, smtpRefusalSuppresses, suppress } from '../suppressions/suppression.service';
+import { recordSoftBounce, smtpRefusalSuppresses, suppress, suppressAll, type SoftBounceRequest, type SuppressRequest } from '../suppressions/suppression.service';
 
 /**
  * What an inbound message does (README › Inbound mail), in one transaction with the message's own row, so a message
@@ -96,42 +96,33 @@ async function answeredEmail(tx: EntityManager, message: InboundMessage, to: Add
 
 /**
  * Reads, classifies and applies a batch of stored messages (an `inbound-mail` workflow's), all in one transaction: one
- * commit and one lock of the rows for the batch instead of one each. Should anything in it fail (a report about an
- * email not yet recorded as sent, a deadlock with another batch), nothing of it is kept and each message is processed
- * on its own instead, so one message never holds back the others (and the one that fails, fails alone).
+ * commit and one lock of the rows for the batch instead of one each, and the batch's bounces (most of a flood) in a
+ * few statements whatever their number. Should anything in it fail (a report about an email not yet recorded as sent,
+ * a deadlock with another batch), nothing of it is kept and each message is applied on its own instead, so one
+ * message never holds back the others (and the one that fails, fails alone).
  */
 export async function processInboundBatch(em: EntityManager, cfg: Cfg, inboundIds: string[]): Promise<InboundOutcome[]> {
+  // Classified before the transaction (parsing is the slow part), applied inside it.
   const rows = await readInbound(em.fork(), inboundIds);
-  const pending = rows.filter((r) => r.status === 'RECEIVED');
   const messages = new Map<string, InboundMessage>();
-  for (const r of pending) messages.set(r.id, await classifyStored(r));
+  for (const r of rows) if (r.status === 'RECEIVED') messages.set(r.id, await classifyStored(r));
   let outcomes: Map<string, InboundOutcome>;
   try {
-    outcomes = await em.fork().transactional(async (tx) => {
-      const done = new Map<string, InboundOutcome>();
-      for (const row of await lockInbound(tx, inboundIds)) {
-        const message = messages.get(row.id);
-        if (row.status !== 'RECEIVED' || !message) continue;
-        done.set(row.id, await applyAndFinish(tx, cfg, row, message));
-      }
-      return done;
-    });
+    outcomes = await applyStored(em, cfg, inboundIds, messages);
   } catch {
     // One by one: each message that can be applied is, and the first failure is thrown at the end (the run retries
     // the batch; what committed answers its outcome then).
-    const out: InboundOutcome[] = [];
+    outcomes = new Map();
     let failure: unknown;
     for (const id of inboundIds) {
       try {
-        out.push(await processInboundMessage(em, cfg, id));
+        for (const [k, v] of await applyStored(em, cfg, [id], messages)) outcomes.set(k, v);
       } catch (err) {
         failure ??= err;
       }
     }
     if (failure !== undefined) throw failure;
-    return out;
   }
-  for (const o of outcomes.values()) inboundProcessed.inc({ kind: o.kind, outcome: o.outcome });
   const earlier = new Map(rows.map((r) => [r.id, r.outcome as unknown as InboundOutcome | null]));
   return inboundIds.map((id) => outcomes.get(id) ?? earlier.get(id) ?? { kind: 'unknown', outcome: 'ignored', events: [], detail: 'no such inbound message' });
 }
@@ -142,34 +133,49 @@ async function classifyStored(row: Pick<InboundRow, 'raw' | 'mailFrom' | 'rcptTo
     : { kind: 'unknown', reason: 'empty', from: null, subject: '', messageId: null, date: null, inReplyTo: null, references: [] };
 }
 
-/** Applies a locked RECEIVED message and records its outcome on its row. */
-async function applyAndFinish(tx: EntityManager, cfg: Cfg, row: InboundRow, message: InboundMessage): Promise<InboundOutcome> {
-  const outcome = await apply(tx, cfg, row.id, message, addressed(row.rcptTo, cfg.appSecret, row.receivedAt), row.receivedAt);
-  await finishInbound(tx, row.id, {
-    status: 'PROCESSED',
-    kind: outcome.kind,
-    outcome: { ...outcome, summary: summaryOf(message) },
-    projectId: outcome.projectId ?? null,
-    emailId: outcome.emailId ?? null,
-    contactId: outcome.contactId ?? null,
-  });
-  return outcome;
+interface Locked {
+  row: InboundRow;
+  message: InboundMessage;
+  to: Addressed;
 }
 
-/** Reads, classifies and applies one stored message; a message already processed answers what it did then. */
-async function processInboundMessage(em: EntityManager, cfg: Cfg, inboundId: string): Promise<InboundOutcome> {
-  // Classified before the transaction (parsing is the slow part), applied inside it.
-  const [first] = await readInbound(em.fork(), [inboundId]);
-  if (!first) return { kind: 'unknown', outcome: 'ignored', events: [], detail: 'no such inbound message' };
-  if (first.status !== 'RECEIVED') return first.outcome as unknown as InboundOutcome;
-  const message = await classifyStored(first);
-  const result = await em.fork().transactional(async (tx) => {
-    const [row] = await lockInbound(tx, [inboundId]);
-    if (!row || row.status !== 'RECEIVED') return (row?.outcome as unknown as InboundOutcome) ?? { kind: 'unknown', outcome: 'ignored', events: [] };
-    return applyAndFinish(tx, cfg, row, message);
+/**
+ * Applies the classified messages among `ids` in one transaction and records each outcome on its row; a message
+ * already processed (by an earlier run) answers what it did then. Bounces are applied together after the others (no
+ * other kind of inbound mail changes an email's state, so the order between them does not matter).
+ */
+async function applyStored(em: EntityManager, cfg: Cfg, ids: string[], messages: Map<string, InboundMessage>): Promise<Map<string, InboundOutcome>> {
+  const done = await em.fork().transactional(async (tx) => {
+    const done = new Map<string, InboundOutcome>();
+    const locked: Locked[] = [];
+    for (const row of await lockInbound(tx, ids)) {
+      const message = messages.get(row.id);
+      if (row.status === 'RECEIVED' && message) locked.push({ row, message, to: addressed(row.rcptTo, cfg.appSecret, row.receivedAt) });
+      else if (row.outcome) done.set(row.id, row.outcome as unknown as InboundOutcome);
+    }
+    const fresh = new Map<string, InboundOutcome>();
+    const bounces: Locked[] = [];
+    for (const m of locked) {
+      const { message } = m;
+      if (message.kind === 'bounce') bounces.push(m);
+      else fresh.set(m.row.id, await apply(tx, cfg, m.row.id, message, m.to, m.row.receivedAt));
+    }
+    for (const [id, outcome] of await applyBounces(tx, cfg, bounces)) fresh.set(id, outcome);
+    await finishInbound(
+      tx,
+      locked.map(({ row, message }) => {
+        const outcome = fresh.get(row.id)!;
+        const summary = summaryOf(message);
+        return { id: row.id, status: 'PROCESSED', kind: outcome.kind, outcome: { ...outcome, summary }, projectId: outcome.projectId ?? null, emailId: outcome.emailId ?? null, contactId: outcome.contactId ?? null };
+      }),
+    );
+    for (const [id, outcome] of fresh) {
+      done.set(id, outcome);
+      inboundProcessed.inc({ kind: outcome.kind, outcome: outcome.outcome });
+    }
+    return done;
   });
-  inboundProcessed.inc({ kind: result.kind, outcome: result.outcome });
-  return result;
+  return done;
 }
 
 function summaryOf(message: InboundMessage): Record<string, unknown> {
@@ -180,13 +186,13 @@ function summaryOf(message: InboundMessage): Record<string, unknown> {
   return common;
 }
 
-async function apply(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundMessage, to: Addressed, at: Date): Promise<InboundOutcome> {
-  const wantsUnsubscribe = (to.unsubscribeEmailId || to.unsubscribeMailbox) && message.kind !== 'bounce' && message.kind !== 'complaint' && message.kind !== 'auto-reply';
+async function apply(tx: EntityManager, cfg: Cfg, inboundId: string, message: Exclude<InboundMessage, InboundBounce>, to: Addressed, at: Date): Promise<InboundOutcome> {
+  // A bounce (applied in applyBounces), a complaint or an auto-reply to the unsubscribe address is not a request.
+  const wantsUnsubscribe = (to.unsubscribeEmailId || to.unsubscribeMailbox) && message.kind !== 'complaint' && message.kind !== 'auto-reply';
   if (wantsUnsubscribe) return unsubscribeByMail(tx, cfg, inboundId, message, to);
   switch (message.kind) {
-    case 'bounce':
     case 'complaint':
-      return applyReport(tx, cfg, inboundId, message, to, at);
+      return applyComplaint(tx, cfg, inboundId, message, to, at);
     case 'auto-reply':
     case 'reply': {
       const email = await answeredEmail(tx, message, to);
@@ -228,21 +234,62 @@ async function unsubscribeByMail(tx: EntityManager, cfg: Cfg, inboundId: string,
   };
 }
 
-/** A DSN or ARF report: the same states and events as the SES path (domain/emails/email-reports.ts), source dsn/arf. */
-async function applyReport(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundBounce | InboundComplaint, to: Addressed, at: Date): Promise<InboundOutcome> {
-  const kind = message.kind;
-  const detail = kind === 'bounce' ? message.bounceType : message.feedbackType;
+/** An ARF report: the same states and events as the SES path (domain/emails/email-reports.ts), source arf. */
+async function applyComplaint(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundComplaint, to: Addressed, at: Date): Promise<InboundOutcome> {
+  const detail = message.feedbackType;
   const emailId = provenEmailId(message, to, cfg.appSecret, at);
-  if (!emailId) return { kind, outcome: 'unmatched', events: [], detail };
-  const email = await lockEmail(tx, emailId);
-  if (!email) return { kind, outcome: 'unmatched', events: [], detail };
+  const email = emailId ? await lockEmail(tx, emailId) : undefined;
+  if (!email) return { kind: 'complaint', outcome: 'unmatched', events: [], detail };
+  assertSent(email);
+  const rows = await applyEmailReport(tx, email, complaintReport(message, inboundId));
+  await suppress(sql(tx), { projectId: email.projectId, email: email.toEmail, emailId: email.id, reason: 'complaint', source: 'arf', detail });
+  return { ...reportBase(email, 'complaint', detail), outcome: rows ? 'applied' : 'unchanged', events: rows?.map((r) => r.name) ?? [] };
+}
+
+function assertSent(email: LockedEmail): void {
   if (email.status === 'QUEUED' || email.status === 'SENDING') throw new EmailNotSentYet(`email ${email.id} is not recorded as sent yet`);
-  const base = { kind, emailId: email.id, projectId: email.projectId, contactId: email.contactId ?? undefined, detail };
-  const report = kind === 'bounce' ? bounceReport(message, email, inboundId) : complaintReport(message, inboundId);
-  const rows = await applyEmailReport(tx, email, report);
-  if (message.kind === 'bounce') await suppressForBounce(tx, cfg, email, message, report);
-  else await suppress(sql(tx), { projectId: email.projectId, email: email.toEmail, emailId: email.id, reason: 'complaint', source: 'arf', detail: message.feedbackType });
-  return { ...base, outcome: rows ? 'applied' : 'unchanged', events: rows?.map((r) => r.name) ?? [] };
+}
+
+const reportBase = (email: LockedEmail, kind: 'bounce' | 'complaint', detail: string) => ({
+  kind,
+  emailId: email.id,
+  projectId: email.projectId,
+  contactId: email.contactId ?? undefined,
+  detail,
+});
+
+/**
+ * A batch's DSNs, with the same states and events as the SES path (domain/emails/email-reports.ts), source dsn: the
+ * emails they prove locked at once, their states and events in `applyBounceReports`' two statements, their hard
+ * bounces suppressed in one more.
+ */
+async function applyBounces(tx: EntityManager, cfg: Cfg, bounces: Locked[]): Promise<Map<string, InboundOutcome>> {
+  const out = new Map<string, InboundOutcome>();
+  if (bounces.length === 0) return out;
+  const proven = bounces.map((b) => provenEmailId(b.message as InboundBounce, b.to, cfg.appSecret, b.row.receivedAt));
+  const emails = await lockEmails(
+    tx,
+    proven.filter((id): id is string => !!id),
+  );
+  const matched: { id: string; message: InboundBounce; email: LockedEmail; report: BounceReport }[] = [];
+  bounces.forEach((b, i) => {
+    const message = b.message as InboundBounce;
+    const email = emails.get(proven[i] ?? '');
+    if (!email) return out.set(b.row.id, { kind: 'bounce', outcome: 'unmatched', events: [], detail: message.bounceType });
+    assertSent(email);
+    matched.push({ id: b.row.id, message, email, report: bounceReport(message, email, b.row.id) });
+  });
+  const applied = await applyBounceReports(tx, matched);
+  const hard: SuppressRequest[] = [];
+  for (const [i, { id, message, email, report }] of matched.entries()) {
+    const rows = applied[i];
+    out.set(id, { ...reportBase(email, 'bounce', message.bounceType), outcome: rows ? 'applied' : 'unchanged', events: rows?.map((r) => r.name) ?? [] });
+    const suppression = suppressionFor(email, message, report);
+    if (suppression?.hard) hard.push(suppression.request);
+    else if (suppression) await recordSoftBounce(sql(tx), suppression.request, cfg.suppression);
+  }
+  await suppressAll(sql(tx), hard);
+  return out;
 }
 
 /**
@@ -252,19 +299,22 @@ async function applyReport(tx: EntityManager, cfg: Cfg, inboundId: string, messa
  * for a reason of its own (a 4.x.x failure, a message-level 5.x.x) counts towards SUPPRESS_SOFT_BOUNCES. A delay notice
  * counts for nothing: the message may still arrive.
  */
-async function suppressForBounce(tx: EntityManager, cfg: Cfg, email: LockedEmail, message: InboundBounce, report: EmailReport): Promise<void> {
-  if (report.kind !== 'bounced' || message.transient) return;
+function suppressionFor(
+  email: LockedEmail,
+  message: InboundBounce,
+  report: BounceReport,
+): { hard: true; request: SuppressRequest } | { hard: false; request: SoftBounceRequest } | undefined {
+  if (message.transient) return undefined;
   const target = { projectId: email.projectId, email: email.toEmail, emailId: email.id, source: 'dsn' as const };
   const status = report.data.status ?? '';
   const detail = [status, report.data.diagnosticCode].filter(Boolean).join(' ') || message.summary;
   if (report.permanent && smtpRefusalSuppresses({ response: `${status} ${report.data.diagnosticCode ?? ''}` })) {
-    await suppress(sql(tx), { ...target, reason: 'hard_bounce', detail });
-  } else {
-    await recordSoftBounce(sql(tx), { ...target, detail }, cfg.suppression);
+    return { hard: true, request: { ...target, reason: 'hard_bounce', detail } };
   }
+  return { hard: false, request: { ...target, detail } };
 }
 
-function bounceReport(message: InboundBounce, email: LockedEmail, inboundId: string): EmailReport {
+function bounceReport(message: InboundBounce, email: LockedEmail, inboundId: string): BounceReport {
   const recipient = message.recipients.find((r) => r.recipient?.toLowerCase() === email.toEmail.toLowerCase()) ?? message.recipients[0];
   const permanent = message.bounceType === 'hard' && !message.transient;
   return {

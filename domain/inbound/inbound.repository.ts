@@ -117,11 +117,15 @@ export async function lockInbound(em: EntityManager, ids: string[]): Promise<Inb
 
 const INBOUND_FINISH = statement(
   'inbound_finish',
-  `update inbound_messages set status = $2, kind = $3, outcome = $4::jsonb, project_id = $5, email_id = $6, contact_id = $7, processed_at = now()
-   where id = $1`,
+  `update inbound_messages m set status = v.status, kind = v.kind, outcome = v.outcome, project_id = v.project_id, email_id = v.email_id,
+     contact_id = v.contact_id, processed_at = now()
+   from unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::uuid[], $6::uuid[], $7::uuid[])
+     as v(id, status, kind, outcome, project_id, email_id, contact_id)
+   where m.id = v.id`,
 );
 
 export interface InboundFinish {
+  id: string;
   status: Exclude<InboundStatus, 'RECEIVED'>;
   kind: string;
   outcome: Record<string, unknown>;
@@ -130,8 +134,11 @@ export interface InboundFinish {
   contactId: string | null;
 }
 
-export async function finishInbound(em: EntityManager, id: string, f: InboundFinish): Promise<void> {
-  await sql(em).run(INBOUND_FINISH, [id, f.status, f.kind, JSON.stringify(f.outcome), f.projectId, f.emailId, f.contactId]);
+/** Records what processing found on the messages' rows, in one statement for a batch. */
+export async function finishInbound(em: EntityManager, rows: readonly InboundFinish[]): Promise<void> {
+  if (rows.length === 0) return;
+  const col = <K extends keyof InboundFinish>(k: K) => rows.map((r) => r[k]);
+  await sql(em).run(INBOUND_FINISH, [col('id'), col('status'), col('kind'), rows.map((r) => JSON.stringify(r.outcome)), col('projectId'), col('emailId'), col('contactId')]);
 }
 
 /** Drops the bytes of processed messages older than the retention; what processing found stays. Returns how many. */

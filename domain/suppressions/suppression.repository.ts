@@ -62,6 +62,20 @@ export async function upsertSuppression(db: Sql, s: SuppressInput): Promise<bool
   return (await db.run(SUPPRESSION_UPSERT, [s.projectId, s.email, s.reason, s.source, s.detail, s.emailId])) > 0;
 }
 
+const SUPPRESSIONS_UPSERT = statement(
+  'suppressions_upsert',
+  upsertSuppressionsSql(
+    `select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::uuid[]) as v(project_id, email, reason, source, detail, email_id)`,
+  ),
+);
+
+/** Suppresses several addresses in one statement (a batch of bounces); returns how many entries that changed. */
+export async function upsertSuppressions(db: Sql, rows: readonly SuppressInput[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const col = <K extends keyof SuppressInput>(k: K) => rows.map((r) => r[k]);
+  return db.run(SUPPRESSIONS_UPSERT, [col('projectId'), col('email'), col('reason'), col('source'), col('detail'), col('emailId')]);
+}
+
 /**
  * Records one soft bounce and, when it makes `threshold` of different emails within `windowDays`, suppresses the
  * address (`soft_bounce_limit`). One statement: the project's expired soft bounces go, this one is added (once per

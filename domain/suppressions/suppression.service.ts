@@ -12,6 +12,8 @@ import {
   insertSoftBounce,
   selectSuppressions,
   upsertSuppression,
+  upsertSuppressions,
+  type SuppressInput,
   type SuppressionFilter,
 } from './suppression.repository';
 
@@ -45,14 +47,23 @@ export interface SuppressRequest {
  * transaction the suppression commits with the report that caused it. True when the list changed.
  */
 export async function suppress(db: Sql, req: SuppressRequest): Promise<boolean> {
-  return upsertSuppression(db, {
+  return upsertSuppression(db, suppressInput(req));
+}
+
+/** `suppress` for several addresses in one statement (a batch of bounces); returns how many entries changed. */
+export async function suppressAll(db: Sql, reqs: readonly SuppressRequest[]): Promise<number> {
+  return upsertSuppressions(db, reqs.map(suppressInput));
+}
+
+function suppressInput(req: SuppressRequest): SuppressInput {
+  return {
     projectId: req.projectId,
     email: normalizeEmail(req.email),
     reason: req.reason,
     source: req.source,
     detail: clip(req.detail),
     emailId: req.emailId ?? null,
-  });
+  };
 }
 
 /** When soft bounces suppress (config `suppression`: SUPPRESS_SOFT_BOUNCES within SUPPRESS_SOFT_BOUNCE_WINDOW_DAYS). */

@@ -9,6 +9,10 @@ import type { TestProject } from '../helpers/fixtures';
 import { stackEnv } from '../stack-env';
 import { loadConfig } from '../../domain/config';
 import { returnPathAddress, unsubscribeAddress } from '../../domain/inbound/return-path';
+import { markInboundStarted, storeInbound } from '../../domain/inbound/inbound.repository';
+import { processInboundBatch } from '../../domain/inbound/inbound-apply';
+import { initOrm } from '../../domain/orm';
+import { sql } from '../../domain/db/sql';
 import { linkTokens } from '../../domain/tracking/tokens';
 
 /**
@@ -98,9 +102,48 @@ function postfixDsn(email: { to: string; messageId: string }, returnPath: string
     ``,
     `--${boundary}`,
     `Content-Description: Undelivered Message Headers`,
+    ...returnedHeaders(email, boundary, returnPath),
+  ].join('\r\n');
+}
+
+/** An ARF abuse report (RFC 5965) about `email`, quoting its return path, as a feedback loop sends it. */
+function arfReport(email: { id: string; to: string; messageId: string }): string {
+  const boundary = `arf-${randomUUID()}`;
+  return [
+    `From: Feedback Loop <fbl@isp.test>`,
+    `To: abuse@${bounceHost}`,
+    `Subject: FW: Hello`,
+    `Date: ${new Date().toUTCString()}`,
+    `Message-ID: <${randomUUID()}@isp.test>`,
+    `MIME-Version: 1.0`,
+    `Content-Type: multipart/report; report-type=feedback-report; boundary="${boundary}"`,
+    ``,
+    `--${boundary}`,
+    `Content-Type: text/plain`,
+    ``,
+    `This is an email abuse report for an email message received from IP 192.0.2.1.`,
+    ``,
+    `--${boundary}`,
+    `Content-Type: message/feedback-report`,
+    ``,
+    `Feedback-Type: abuse`,
+    `User-Agent: ISP-FBL/1.0`,
+    `Version: 1`,
+    `Original-Mail-From: <${returnPathAddress(email.id, bounceHost, secret)}>`,
+    `Original-Rcpt-To: <${email.to}>`,
+    `Arrival-Date: ${new Date().toUTCString()}`,
+    ``,
+    `--${boundary}`,
+    ...returnedHeaders(email, boundary),
+  ].join('\r\n');
+}
+
+/** The last part of a report: the returned message's headers (with the return path it was sent with, if given). */
+function returnedHeaders(email: { to: string; messageId: string }, boundary: string, returnPath?: string): string[] {
+  return [
     `Content-Type: text/rfc822-headers`,
     ``,
-    `Return-Path: <${returnPath}>`,
+    ...(returnPath ? [`Return-Path: <${returnPath}>`] : []),
     `From: news@${domain}`,
     `To: ${email.to}`,
     `Subject: Hello`,
@@ -108,7 +151,7 @@ function postfixDsn(email: { to: string; messageId: string }, returnPath: string
     ``,
     `--${boundary}--`,
     ``,
-  ].join('\r\n');
+  ];
 }
 
 describe('bounces (DSN)', () => {
@@ -182,6 +225,56 @@ describe('bounces (DSN)', () => {
   });
 });
 
+describe('a batch of inbound messages (one inbound-mail run), applied together', () => {
+  test('two hard DSNs of one email, a message-level failure, an unproven DSN and a complaint: each as if applied one by one', async () => {
+    // The batch is built here and applied by the activity's own function, so which messages share a run is certain.
+    const [hard, soft, complained, bystander] = [await sentEmail(), await sentEmail(), await sentEmail(), await sentEmail()];
+    await db().query(`update contacts set subscribed = true where id = $1`, [complained.contactId]);
+    const rp = (e: { id: string }) => returnPathAddress(e.id, bounceHost, secret);
+    const messages: { rcpt: string; raw: string }[] = [
+      { rcpt: rp(hard), raw: postfixDsn(hard, rp(hard)) },
+      { rcpt: rp(hard), raw: postfixDsn(hard, rp(hard), { status: '5.1.1', diagnostic: '550 5.1.1 No such user here' }) },
+      { rcpt: rp(soft), raw: postfixDsn(soft, rp(soft), { status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full' }) },
+      // Names the bystander by Message-ID only: proves nothing.
+      { rcpt: `postmaster@${bounceHost}`, raw: postfixDsn(bystander, `someone@${domain}`) },
+      { rcpt: rp(complained), raw: arfReport(complained) },
+    ];
+    const orm = await initOrm(stackEnv().databaseUrl, 2);
+    try {
+      const ids: string[] = [];
+      for (const m of messages) {
+        const stored = await storeInbound(sql(orm.em), { mailFrom: '', rcptTo: [m.rcpt], remoteAddress: '127.0.0.1', helo: 'test', raw: Buffer.from(m.raw) });
+        ids.push(stored.id);
+      }
+      // Claimed for a run of the test's own, so the inbound server's sweeper leaves them alone.
+      await markInboundStarted(sql(orm.em), ids, `inbound-mail/test-${randomUUID()}`);
+      const outcomes = await processInboundBatch(orm.em.fork(), loadConfig({ ...process.env, DATABASE_URL: stackEnv().databaseUrl }), ids);
+      expect(outcomes.map((o) => [o.kind, o.outcome, o.events])).toEqual([
+        ['bounce', 'applied', ['email.bounced']],
+        ['bounce', 'unchanged', []],
+        ['bounce', 'applied', ['email.bounced']],
+        ['bounce', 'unmatched', []],
+        ['complaint', 'applied', ['email.complained', 'contact.unsubscribed']],
+      ]);
+      // Applied again (a retried run): every message answers what it did, and nothing changes twice.
+      expect(await processInboundBatch(orm.em.fork(), loadConfig({ ...process.env, DATABASE_URL: stackEnv().databaseUrl }), ids)).toMatchObject(outcomes);
+    } finally {
+      await orm.close();
+    }
+    const status = async (id: string) => (await db().query(`select status, error from emails where id = $1`, [id])).rows[0];
+    expect(await status(hard.id)).toMatchObject({ status: 'BOUNCED' });
+    expect((await events(hard.id)).filter((e) => e.name === 'email.bounced')).toHaveLength(1);
+    expect(await suppression(hard.to)).toEqual([{ reason: 'hard_bounce', source: 'dsn', email_id: hard.id }]);
+    // A full mailbox is about this message, not the address: BOUNCED, counted as a soft bounce, not suppressed (yet).
+    expect(await status(soft.id)).toMatchObject({ status: 'BOUNCED' });
+    expect(await suppression(soft.to)).toEqual([]);
+    expect((await db().query(`select count(*)::int as n from suppression_soft_bounces where email = $1 and email_id = $2`, [soft.to, soft.id])).rows[0].n).toBe(1);
+    expect(await status(bystander.id)).toMatchObject({ status: 'SENT' });
+    expect(await suppression(complained.to)).toEqual([{ reason: 'complaint', source: 'arf', email_id: complained.id }]);
+    expect((await db().query(`select subscribed from contacts where id = $1`, [complained.contactId])).rows[0].subscribed).toBe(false);
+  });
+});
+
 describe('DSNs in the shapes real mail systems produce (test/fixtures/inbound), delivered over SMTP', () => {
   const fixture = (name: string) => fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'inbound', name), 'latin1');
   /** The fixture about our email: its return path (every b-…@bounces.shop.example) is the email's own. */
@@ -226,43 +319,7 @@ describe('DSNs in the shapes real mail systems produce (test/fixtures/inbound), 
 test('an ARF complaint: email.complained (source arf) and the contact unsubscribed via complaint', async () => {
   const email = await sentEmail();
   await db().query(`update contacts set subscribed = true where id = $1`, [email.contactId]);
-  const rp = returnPathAddress(email.id, bounceHost, secret);
-  const boundary = `arf-${randomUUID()}`;
-  const arf = [
-    `From: Feedback Loop <fbl@isp.test>`,
-    `To: abuse@${bounceHost}`,
-    `Subject: FW: Hello`,
-    `Date: ${new Date().toUTCString()}`,
-    `Message-ID: <${randomUUID()}@isp.test>`,
-    `MIME-Version: 1.0`,
-    `Content-Type: multipart/report; report-type=feedback-report; boundary="${boundary}"`,
-    ``,
-    `--${boundary}`,
-    `Content-Type: text/plain`,
-    ``,
-    `This is an email abuse report for an email message received from IP 192.0.2.1.`,
-    ``,
-    `--${boundary}`,
-    `Content-Type: message/feedback-report`,
-    ``,
-    `Feedback-Type: abuse`,
-    `User-Agent: ISP-FBL/1.0`,
-    `Version: 1`,
-    `Original-Mail-From: <${rp}>`,
-    `Original-Rcpt-To: <${email.to}>`,
-    `Arrival-Date: ${new Date().toUTCString()}`,
-    ``,
-    `--${boundary}`,
-    `Content-Type: text/rfc822-headers`,
-    ``,
-    `From: news@${domain}`,
-    `To: ${email.to}`,
-    `Subject: Hello`,
-    `Message-ID: ${email.messageId}`,
-    ``,
-    `--${boundary}--`,
-    ``,
-  ].join('\r\n');
+  const arf = arfReport(email);
   // Feedback loops send to the address the sender registered (abuse@ the bounce host), with our return path quoted.
   const res = await deliver(port(), `fbl@isp.test`, [`abuse@${bounceHost}`], arf);
   expect(res.data?.code).toBe(250);

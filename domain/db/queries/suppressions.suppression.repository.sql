@@ -35,3 +35,11 @@ on conflict (project_id, email) do update
   set reason = excluded.reason, source = excluded.source, detail = excluded.detail, email_id = excluded.email_id, updated_at = now()
   where s.reason = 'soft_bounce_limit' and excluded.reason in ('hard_bounce', 'complaint')
 returning s.id;
+
+-- suppressions_upsert
+insert into suppressions as s (id, project_id, email, reason, source, detail, email_id)
+select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid, r.project_id, r.email, r.reason, r.source, r.detail, r.email_id
+from (select distinct on (r0.project_id, r0.email) * from (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::uuid[]) as v(project_id, email, reason, source, detail, email_id)) r0 order by r0.project_id, r0.email, case reason when 'complaint' then 0 when 'hard_bounce' then 1 when 'manual' then 2 else 3 end) r
+on conflict (project_id, email) do update
+  set reason = excluded.reason, source = excluded.source, detail = excluded.detail, email_id = excluded.email_id, updated_at = now()
+  where s.reason = 'soft_bounce_limit' and excluded.reason in ('hard_bounce', 'complaint');
