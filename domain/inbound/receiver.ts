@@ -4,6 +4,7 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMT
 import type { Config } from '../config';
 import type { Sql } from '../db/sql';
 import { logger } from '../logger';
+import { LruCache } from '../cache/lru';
 import { inboundMessages } from '../metrics';
 import { parseReturnPath, parseUnsubscribeAddress } from './return-path';
 import { storeInbound, verifiedDomainExists } from './inbound.repository';
@@ -43,13 +44,13 @@ function smtpError(code: number, message: string): SmtpError {
 }
 
 /** Why a recipient is refused, or null when it is taken. */
-async function recipientRefusal(address: string, deps: Pick<ReceiverDeps, 'config' | 'db'>): Promise<SmtpError | null> {
+async function recipientRefusal(address: string, deps: Pick<ReceiverDeps, 'config'> & { verified: (domain: string) => Promise<boolean> }): Promise<SmtpError | null> {
   const at = address.lastIndexOf('@');
   if (at <= 0) return smtpError(550, '5.1.3 Bad recipient address syntax');
   const local = address.slice(0, at).toLowerCase();
   const host = address.slice(at + 1).toLowerCase().replace(/\.$/, '');
   const label = `${deps.config.inbound.returnPathLabel}.`;
-  if (!host.startsWith(label) || !(await verifiedDomainExists(deps.db, host.slice(label.length)))) {
+  if (!host.startsWith(label) || !(await deps.verified(host.slice(label.length)))) {
     return smtpError(550, '5.7.1 Relaying denied: this server takes mail only for the bounce hosts of verified sender domains');
   }
   const base = local.split('+')[0]!;
@@ -61,6 +62,26 @@ async function recipientRefusal(address: string, deps: Pick<ReceiverDeps, 'confi
   }
   if (local.startsWith('u-') && 'emailId' in parseUnsubscribeAddress(local, deps.config.appSecret)) return null;
   return smtpError(550, '5.1.1 No such recipient');
+}
+
+/** How long a domain found VERIFIED is taken without asking the database again (a flood asks once, not per message). */
+const VERIFIED_TTL_MS = 30_000;
+
+/**
+ * Whether a domain is a verified sender domain, remembered for VERIFIED_TTL_MS when it is (a domain that loses its
+ * verification keeps receiving its bounces that long). A domain that is not is asked again every time, so one that
+ * has just been verified receives at once.
+ */
+function verifiedDomains(db: Sql): (domain: string) => Promise<boolean> {
+  const known = new LruCache<number>({ maxEntries: 10_000, maxWeight: 10_000 });
+  return async (domain) => {
+    const until = known.get(domain);
+    if (until !== undefined && until > Date.now()) return true;
+    const ok = await verifiedDomainExists(db, domain);
+    if (ok) known.set(domain, Date.now() + VERIFIED_TTL_MS, 1);
+    else known.delete(domain);
+    return ok;
+  };
 }
 
 /** Messages per client address in the current minute: a flood from one address is slowed down (451), not taken. */
@@ -101,6 +122,7 @@ export interface InboundReceiver {
 export async function startInboundReceiver(deps: ReceiverDeps): Promise<InboundReceiver> {
   const cfg = deps.config.inbound;
   const rate = new PerClientRate(cfg.ratePerMinute);
+  const verified = verifiedDomains(deps.db);
   const tls = cfg.tls ? { key: fs.readFileSync(cfg.tls.keyFile), cert: fs.readFileSync(cfg.tls.certFile) } : undefined;
   const server = new SMTPServer({
     name: cfg.mxHost,
@@ -123,7 +145,7 @@ export async function startInboundReceiver(deps: ReceiverDeps): Promise<InboundR
     },
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) return callback(smtpError(452, '4.5.3 Too many recipients'));
-      recipientRefusal(address.address, deps).then(
+      recipientRefusal(address.address, { config: deps.config, verified }).then(
         (refusal) => {
           if (refusal) inboundMessages.inc({ outcome: 'recipient_refused' });
           callback(refusal);
