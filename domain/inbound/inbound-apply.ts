@@ -11,6 +11,7 @@ import { classifyInbound } from './classify';
 import type { InboundBounce, InboundComplaint, InboundMessage } from './inbound-message';
 import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject } from './return-path';
 import { finishInbound, lockInbound, readInbound, type InboundRow } from './inbound.repository';
+import { emailProvenByMessageId } from './mailbox-proof';
 import { recordSoftBounce, smtpRefusalSuppresses, suppress } from '../suppressions/suppression.service';
 
 /**
@@ -22,6 +23,9 @@ import { recordSoftBounce, smtpRefusalSuppresses, suppress } from '../suppressio
  * A bounce or complaint that names an email only by Message-ID changes nothing (Message-IDs are not secret: anyone
  * who received the email could forge a report); it is recorded as `unmatched`. Replies and auto-replies, which change
  * no state, are also matched by In-Reply-To/References naming one of our Message-IDs.
+ * A signed unsubscribe address (`u-<token>`) in the returned original's headers (its List-Unsubscribe) proves it too.
+ * A report read from the bounce mailbox (source `imap`) with no token is proven by our Message-ID together with the
+ * email's recipient named as the failed one (mailbox-proof.ts, which says why that is enough there).
  */
 
 type InboundKind = InboundMessage['kind'] | 'unsubscribe';
@@ -52,6 +56,8 @@ interface Addressed {
   unsubscribeEmailId?: string;
   /** Sent to `unsubscribe@<bounce host>` (the subject carries the token). */
   unsubscribeMailbox: boolean;
+  /** Read from the bounce mailbox (source `imap`): its Message-ID proof applies too (mailbox-proof.ts). */
+  fromBounceMailbox?: boolean;
 }
 
 function addressed(rcptTo: string[], secret: string, at: Date): Addressed {
@@ -79,7 +85,8 @@ function provenEmailId(message: InboundBounce | InboundComplaint, to: Addressed,
     const r = parseReturnPath(q, secret, at);
     if ('emailId' in r) return r.emailId;
   }
-  return undefined;
+  const unsubscribe = message.originalUnsubscribeToken ? parseUnsubscribeAddress(message.originalUnsubscribeToken, secret) : undefined;
+  return unsubscribe && 'emailId' in unsubscribe ? unsubscribe.emailId : undefined;
 }
 
 /** The email a reply or auto-reply answers: its return path, else one of our Message-IDs it names. */
@@ -144,7 +151,8 @@ async function classifyStored(row: Pick<InboundRow, 'raw' | 'mailFrom' | 'rcptTo
 
 /** Applies a locked RECEIVED message and records its outcome on its row. */
 async function applyAndFinish(tx: EntityManager, cfg: Cfg, row: InboundRow, message: InboundMessage): Promise<InboundOutcome> {
-  const outcome = await apply(tx, cfg, row.id, message, addressed(row.rcptTo, cfg.appSecret, row.receivedAt), row.receivedAt);
+  const to = { ...addressed(row.rcptTo, cfg.appSecret, row.receivedAt), fromBounceMailbox: row.source === 'imap' };
+  const outcome = await apply(tx, cfg, row.id, message, to, row.receivedAt);
   await finishInbound(tx, row.id, {
     status: 'PROCESSED',
     kind: outcome.kind,
@@ -232,7 +240,7 @@ async function unsubscribeByMail(tx: EntityManager, cfg: Cfg, inboundId: string,
 async function applyReport(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundBounce | InboundComplaint, to: Addressed, at: Date): Promise<InboundOutcome> {
   const kind = message.kind;
   const detail = kind === 'bounce' ? message.bounceType : message.feedbackType;
-  const emailId = provenEmailId(message, to, cfg.appSecret, at);
+  const emailId = provenEmailId(message, to, cfg.appSecret, at) ?? (to.fromBounceMailbox ? await emailProvenByMessageId(tx, message) : undefined);
   if (!emailId) return { kind, outcome: 'unmatched', events: [], detail };
   const email = await lockEmail(tx, emailId);
   if (!email) return { kind, outcome: 'unmatched', events: [], detail };
