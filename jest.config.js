@@ -29,7 +29,7 @@ module.exports = {
     tier('stack', ['integration', 'fuzz'], { globalSetup: '<rootDir>/test/global-setup.ts', globalTeardown: '<rootDir>/test/global-teardown.ts' }),
     // Fault injection (test/faults): each file starts a stack of its own (test/helpers/own-stack.ts) and breaks it.
     tier('faults', ['faults']),
-    // A real MTA in the loop (test/mta): Debian's Postfix, installed where missing, as relay and bounce source.
+    // A real MTA in the loop (test/mta): Debian's Postfix as relay and bounce source, Dovecot as the bounce mailbox (installed where missing).
     tier('mta', ['mta']),
   ],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],

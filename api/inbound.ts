@@ -6,7 +6,8 @@ import { sql } from '../domain/db/sql';
 import { enableProcessMetrics } from '../domain/metrics';
 import { databaseCheck } from '../domain/health';
 import { startInboundReceiver, type InboundReceiver } from '../domain/inbound/receiver';
-import { markInboundStarted, pendingInbound, purgeInboundBytes } from '../domain/inbound/inbound.repository';
+import { pendingInbound, purgeInboundBytes } from '../domain/inbound/inbound.repository';
+import { startInboundProcessing } from '../domain/inbound/inbound-start';
 import { TemporalGateway } from '../temporal/client';
 import { ProjectBatcher } from '../domain/project-batcher';
 import { startMetricsServer } from './metrics-server';
@@ -30,8 +31,7 @@ export async function startInbound(): Promise<{ receiver: InboundReceiver; stop:
   const db = sql(orm.em);
   const temporal = await TemporalGateway.connect(cfg.temporal);
   const start = async (ids: string[]) => {
-    const workflowId = await temporal.startInboundMail({ inboundIds: ids });
-    await markInboundStarted(db, ids, workflowId);
+    await startInboundProcessing(temporal, db, ids);
   };
   // The messages stored within BATCH_WAIT_MS of each other go to one workflow (a start and a workflow per message cost
   // Temporal and the worker more than the processing itself).

@@ -132,6 +132,17 @@ const schema = z
     INBOUND_TLS_CERT: z.string().optional(),
     INBOUND_TLS_KEY: z.string().optional(),
     INBOUND_RETENTION: duration(60_000).default(30 * 24 * 3_600_000),
+    // The bounce mailbox (README › Bounce mailbox (IMAP)): off while BOUNCE_MAILBOX_HOST is unset.
+    BOUNCE_MAILBOX_HOST: optionalText(z.string()),
+    BOUNCE_MAILBOX_PORT: optionalText(z.coerce.number().int().min(1).max(65535)),
+    BOUNCE_MAILBOX_TLS: z.enum(['on', 'off', 'starttls'], { error: 'Must be on, off or starttls' }).default('on'),
+    BOUNCE_MAILBOX_USER: optionalText(z.string()),
+    BOUNCE_MAILBOX_PASSWORD: optionalText(z.string()),
+    BOUNCE_MAILBOX_FOLDER: z.string().min(1).default('INBOX'),
+    BOUNCE_MAILBOX_PROCESSED_FOLDER: z.string().min(1).default('Processed'),
+    BOUNCE_MAILBOX_POLL_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
+    /** Tests only (NODE_ENV=test): a file whose presence kills the worker in the middle of a poll (test/mta/bounce-mailbox.test.ts). */
+    BOUNCE_MAILBOX_TEST_CRASH_FILE: optionalText(z.string()),
     SNS_TOPIC_ARNS: z.string().transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)).default([]),
     SNS_CERT_URL_PATTERN: z
       .string()
@@ -255,6 +266,14 @@ const schema = z
     if (!env.STRIPE_SECRET_KEY !== !env.STRIPE_WEBHOOK_SECRET) {
       ctx.addIssue({ code: 'custom', path: [env.STRIPE_SECRET_KEY ? 'STRIPE_WEBHOOK_SECRET' : 'STRIPE_SECRET_KEY'], message: 'STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET go together' });
     }
+    if (env.BOUNCE_MAILBOX_HOST) {
+      for (const key of ['BOUNCE_MAILBOX_USER', 'BOUNCE_MAILBOX_PASSWORD'] as const) {
+        if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required with BOUNCE_MAILBOX_HOST' });
+      }
+      if (env.BOUNCE_MAILBOX_PROCESSED_FOLDER === env.BOUNCE_MAILBOX_FOLDER) {
+        ctx.addIssue({ code: 'custom', path: ['BOUNCE_MAILBOX_PROCESSED_FOLDER'], message: 'must differ from BOUNCE_MAILBOX_FOLDER' });
+      }
+    }
     for (const key of ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_PUBLIC_URL'] as const) {
       if (env[key] && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: [key], message: 'has no effect without S3_BUCKET (uploads go to UPLOADS_DIR)' });
     }
@@ -323,6 +342,26 @@ function buildConfig(env: z.infer<typeof schema>) {
       /** How long a processed message's bytes are kept (what processing found stays). */
       retentionMs: env.INBOUND_RETENTION,
     },
+    /**
+     * The bounce mailbox polled over IMAP (domain/inbound/bounce-mailbox.ts); undefined: off. What it reads is moved
+     * to `processedFolder` once stored.
+     */
+    bounceMailbox: env.BOUNCE_MAILBOX_HOST
+      ? {
+          host: env.BOUNCE_MAILBOX_HOST,
+          /** 993 with TLS on, 143 otherwise. */
+          port: env.BOUNCE_MAILBOX_PORT ?? (env.BOUNCE_MAILBOX_TLS === 'on' ? 993 : 143),
+          /** on: TLS from the start; starttls: required upgrade; off: plain (loopback and tests only). */
+          tls: env.BOUNCE_MAILBOX_TLS,
+          user: env.BOUNCE_MAILBOX_USER ?? '',
+          password: env.BOUNCE_MAILBOX_PASSWORD ?? '',
+          folder: env.BOUNCE_MAILBOX_FOLDER,
+          processedFolder: env.BOUNCE_MAILBOX_PROCESSED_FOLDER,
+          pollMs: env.BOUNCE_MAILBOX_POLL_SECONDS * 1000,
+          /** Tests only: see pollBounceMailbox. Ignored outside NODE_ENV=test. */
+          testCrashFile: env.NODE_ENV === 'test' ? env.BOUNCE_MAILBOX_TEST_CRASH_FILE : undefined,
+        }
+      : undefined,
     domains: {
       /** Empty: the system resolver. */
       dnsServers: env.DNS_SERVERS ?? [],

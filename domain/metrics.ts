@@ -80,7 +80,7 @@ export const smtpSendDuration = new Histogram({
 
 export const inboundMessages = new Counter({
   name: 'mailwright_inbound_messages_total',
-  help: 'Inbound SMTP server: messages stored, duplicate (the same bytes again), too_large, rate_limited, store_failed; recipients refused (recipient_refused)',
+  help: 'Inbound SMTP server and bounce mailbox: messages stored, duplicate (the same bytes again, or a mailbox message read again), too_large, rate_limited, store_failed; recipients refused (recipient_refused)',
   labelNames: ['outcome'] as const,
   registers,
 });

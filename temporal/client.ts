@@ -1,4 +1,4 @@
-import { Client, Connection, ScheduleAlreadyRunning, type WorkflowStartOptions, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleNotFoundError, type WorkflowStartOptions, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { TypedSearchAttributes, WorkflowIdReusePolicy, type SearchAttributePair } from '@temporalio/common';
 import type { AutomationRunControl, AutomationRunStart } from '../domain/automations/execution.service';
@@ -9,7 +9,7 @@ import { SA } from './search-attributes';
 import { workflowStarts } from '../domain/metrics';
 import type { CampaignSendControl } from '../domain/campaigns/campaign-steering';
 import type * as workflows from './workflows';
-import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, emailDeliveryStart, removeSignal, segmentComputeStart, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
+import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, BOUNCE_MAILBOX_SCHEDULE_ID, emailDeliveryStart, removeSignal, segmentComputeStart, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
 import type { ClosedRun } from '../domain/temporal-mirror';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
@@ -350,24 +350,45 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     await this.ensureIntervalSchedule(REPUTATION_SCHEDULE_ID, 'reputationCheck', [], everyMs);
   }
 
+  /**
+   * The `bounce-mailbox` schedule: created or brought to `everyMs` when the bounce mailbox is configured, deleted when it
+   * is not (so turning it off is a worker restart without BOUNCE_MAILBOX_HOST). The worker calls this at start.
+   */
+  async ensureBounceMailboxSchedule(everyMs: number | undefined): Promise<void> {
+    if (everyMs !== undefined) {
+      await this.ensureIntervalSchedule(BOUNCE_MAILBOX_SCHEDULE_ID, 'bounceMailboxPoll', [{}], everyMs, BOUNCE_MAILBOX_SCHEDULE_ID);
+      return;
+    }
+    try {
+      await this.client.schedule.getHandle(BOUNCE_MAILBOX_SCHEDULE_ID).delete();
+    } catch (err) {
+      if (!(err instanceof ScheduleNotFoundError)) throw err;
+    }
+  }
+
+  /** Polls the bounce mailbox now (the schedule's action, outside its times), for operators and tests. */
+  async triggerBounceMailboxPoll(): Promise<void> {
+    await this.client.schedule.getHandle(BOUNCE_MAILBOX_SCHEDULE_ID).trigger(ScheduleOverlapPolicy.SKIP);
+  }
+
   /** Runs the reputation check now (the schedule's action, outside its times), for operators and tests. */
   async triggerReputationCheck(): Promise<void> {
     await this.client.schedule.getHandle(REPUTATION_SCHEDULE_ID).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
   }
 
   /** A schedule's action: start workflow `name` with arguments typed by its function, on this task queue. */
-  private scheduleAction<N extends WorkflowName>(name: N, args: WorkflowArgs<N>) {
-    return { type: 'startWorkflow' as const, workflowType: name, taskQueue: this.taskQueue, args };
+  private scheduleAction<N extends WorkflowName>(name: N, args: WorkflowArgs<N>, workflowId?: string) {
+    return { type: 'startWorkflow' as const, workflowType: name, taskQueue: this.taskQueue, args, ...(workflowId ? { workflowId } : {}) };
   }
 
   /** A schedule that starts workflow `name` every `everyMs`, skipping a start while the previous run still runs. */
-  private async ensureIntervalSchedule<N extends WorkflowName>(scheduleId: string, name: N, args: WorkflowArgs<N>, everyMs: number): Promise<void> {
+  private async ensureIntervalSchedule<N extends WorkflowName>(scheduleId: string, name: N, args: WorkflowArgs<N>, everyMs: number, workflowId?: string): Promise<void> {
     const spec = { intervals: [{ every: everyMs }] };
     try {
       await this.client.schedule.create({
         scheduleId,
         spec,
-        action: this.scheduleAction(name, args),
+        action: this.scheduleAction(name, args, workflowId),
         policies: { overlap: ScheduleOverlapPolicy.SKIP },
       });
     } catch (err) {

@@ -58,6 +58,11 @@ export const EMAIL_SWEEPER_SCHEDULE_ID = 'email-sweeper';
 export const SEGMENT_RECOMPUTE_SCHEDULE_ID = 'segment-recompute-sweep';
 /** The schedule that starts `reputationCheck` (every REPUTATION_CHECK_INTERVAL, 15 minutes by default). */
 export const REPUTATION_SCHEDULE_ID = 'reputation-check';
+/**
+ * The schedule that polls the bounce mailbox (every BOUNCE_MAILBOX_POLL_SECONDS, when BOUNCE_MAILBOX_HOST is set); each
+ * poll is a `bounceMailboxPoll` run named `bounce-mailbox-<time>` (the schedule appends the time to its action's id).
+ */
+export const BOUNCE_MAILBOX_SCHEDULE_ID = 'bounce-mailbox';
 
 /** domainVerification: runs a check now and returns its result (the handler waits for a check in progress first). */
 export const checkNowUpdate = defineUpdate<DomainCheckResult>('checkNow');

@@ -130,6 +130,7 @@ async function main() {
   await gateway.ensureEmailSweeperSchedule();
   await gateway.ensureSegmentRecomputeSchedule(config().segments.recomputeSweepIntervalMs);
   await gateway.ensureReputationSchedule(config().reputation.checkIntervalMs);
+  await gateway.ensureBounceMailboxSchedule(config().bounceMailbox?.pollMs);
   await gateway.close();
   logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
   await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)

@@ -20,6 +20,7 @@ const ConfigSchema = z
     oauthProviders: z.array(z.string()),
     billing: z.boolean().meta({ description: 'Whether billing through Stripe is enabled (checkout, billing portal, invoices); caps work either way.' }),
     features: z.record(z.string(), z.boolean()),
+    bounceMailbox: z.boolean().meta({ description: 'Whether the bounce mailbox is polled over IMAP (BOUNCE_MAILBOX_HOST; README › Bounce mailbox (IMAP)).' }),
   })
   .meta({ id: 'PublicConfig' });
 
@@ -46,7 +47,7 @@ export function systemRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'none',
     responses: { 200: { description: 'Public configuration', schema: ConfigSchema } },
     handler: async () => ({
-      body: { signupEnabled: deps.config.signupEnabled, oauthProviders: oauthProviders(deps.config), billing: Boolean(deps.config.billing.stripe), features: { transactional: true } },
+      body: { signupEnabled: deps.config.signupEnabled, oauthProviders: oauthProviders(deps.config), billing: Boolean(deps.config.billing.stripe), features: { transactional: true }, bounceMailbox: Boolean(deps.config.bounceMailbox) },
     }),
   });
 

@@ -1,4 +1,4 @@
-import { findReturnPathTokens } from './return-path';
+import { findReturnPathTokens, findUnsubscribeAddressToken } from './return-path';
 import { addressIn, field, fieldGroups, headerBlock, messageId, returnedOriginal, untyped, type Field, type ReturnedOriginal } from './report-fields';
 import type { BounceFindings, BounceRecipient, MessageView } from './inbound-message';
 
@@ -86,10 +86,12 @@ function originalIds(
   original: ReturnedOriginal | null,
   texts: readonly string[],
   ids: readonly (string | undefined)[],
-): Pick<BounceFindings, 'originalMessageId' | 'originalEnvelopeToken'> {
-  const out: Pick<BounceFindings, 'originalMessageId' | 'originalEnvelopeToken'> = {};
+): Pick<BounceFindings, 'originalMessageId' | 'originalEnvelopeToken' | 'originalUnsubscribeToken'> {
+  const out: Pick<BounceFindings, 'originalMessageId' | 'originalEnvelopeToken' | 'originalUnsubscribeToken'> = {};
   const id = messageId(original ? field(original.fields, 'message-id') : undefined) ?? ids.map(messageId).find(Boolean);
   if (id) out.originalMessageId = id;
+  const unsubscribe = original ? findUnsubscribeAddressToken(original.headerText) : undefined;
+  if (unsubscribe) out.originalUnsubscribeToken = unsubscribe;
   for (const text of original ? [original.headerText, ...texts] : texts) {
     const token = findReturnPathTokens(text, 1)[0];
     if (token) {

@@ -1,4 +1,4 @@
-import { findReturnPathTokens } from './return-path';
+import { findReturnPathTokens, findUnsubscribeAddressToken } from './return-path';
 import { addressIn, field, fieldGroups, messageId, returnedOriginal, untyped } from './report-fields';
 import type { ComplaintFindings, MessageView } from './inbound-message';
 
@@ -33,6 +33,7 @@ export function readFeedbackReport(view: MessageView, report: Buffer): Complaint
   set('originalMailFrom', untyped(field(fields, 'original-mail-from')));
   set('originalRecipient', untyped(field(fields, 'original-rcpt-to')) ?? addressIn(original ? field(original.fields, 'to') : undefined));
   set('originalMessageId', messageId(original ? field(original.fields, 'message-id') : undefined));
+  set('originalUnsubscribeToken', original ? findUnsubscribeAddressToken(original.headerText) : undefined);
   set('originalEnvelopeToken', findReturnPathTokens(reportText, 1)[0] ?? (original ? findReturnPathTokens(original.headerText, 1)[0] : undefined));
   return findings;
 }

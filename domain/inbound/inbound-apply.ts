@@ -11,6 +11,7 @@ import { classifyInbound } from './classify';
 import type { InboundBounce, InboundComplaint, InboundMessage } from './inbound-message';
 import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject } from './return-path';
 import { finishInbound, lockInbound, readInbound, type InboundRow } from './inbound.repository';
+import { emailProvenByMessageId } from './mailbox-proof';
 import { recordSoftBounce, smtpRefusalSuppresses, suppress, suppressAll, type SoftBounceRequest, type SuppressRequest } from '../suppressions/suppression.service';
 
 /**
@@ -22,6 +23,9 @@ import { recordSoftBounce, smtpRefusalSuppresses, suppress, suppressAll, type So
  * A bounce or complaint that names an email only by Message-ID changes nothing (Message-IDs are not secret: anyone
  * who received the email could forge a report); it is recorded as `unmatched`. Replies and auto-replies, which change
  * no state, are also matched by In-Reply-To/References naming one of our Message-IDs.
+ * A signed unsubscribe address (`u-<token>`) in the returned original's headers (its List-Unsubscribe) proves it too.
+ * A report read from the bounce mailbox (source `imap`) with no token is proven by our Message-ID together with the
+ * email's recipient named as the failed one (mailbox-proof.ts, which says why that is enough there).
  */
 
 type InboundKind = InboundMessage['kind'] | 'unsubscribe';
@@ -52,6 +56,8 @@ interface Addressed {
   unsubscribeEmailId?: string;
   /** Sent to `unsubscribe@<bounce host>` (the subject carries the token). */
   unsubscribeMailbox: boolean;
+  /** Read from the bounce mailbox (source `imap`): its Message-ID proof applies too (mailbox-proof.ts). */
+  fromBounceMailbox?: boolean;
 }
 
 function addressed(rcptTo: string[], secret: string, at: Date): Addressed {
@@ -79,7 +85,13 @@ function provenEmailId(message: InboundBounce | InboundComplaint, to: Addressed,
     const r = parseReturnPath(q, secret, at);
     if ('emailId' in r) return r.emailId;
   }
-  return undefined;
+  const unsubscribe = message.originalUnsubscribeToken ? parseUnsubscribeAddress(message.originalUnsubscribeToken, secret) : undefined;
+  return unsubscribe && 'emailId' in unsubscribe ? unsubscribe.emailId : undefined;
+}
+
+/** The email a report proves (`provenEmailId`), or for a bounce-mailbox message, the one its Message-ID and recipient name. */
+async function reportedEmailId(tx: EntityManager, message: InboundBounce | InboundComplaint, to: Addressed, secret: string, at: Date): Promise<string | undefined> {
+  return provenEmailId(message, to, secret, at) ?? (to.fromBounceMailbox ? await emailProvenByMessageId(tx, message) : undefined);
 }
 
 /** The email a reply or auto-reply answers: its return path, else one of our Message-IDs it names. */
@@ -150,7 +162,9 @@ async function applyStored(em: EntityManager, cfg: Cfg, ids: string[], messages:
     const locked: Locked[] = [];
     for (const row of await lockInbound(tx, ids)) {
       const message = messages.get(row.id);
-      if (row.status === 'RECEIVED' && message) locked.push({ row, message, to: addressed(row.rcptTo, cfg.appSecret, row.receivedAt) });
+      if (row.status === 'RECEIVED' && message) {
+        locked.push({ row, message, to: { ...addressed(row.rcptTo, cfg.appSecret, row.receivedAt), fromBounceMailbox: row.source === 'imap' } });
+      }
       else if (row.outcome) done.set(row.id, row.outcome as unknown as InboundOutcome);
     }
     const fresh = new Map<string, InboundOutcome>();
@@ -237,7 +251,7 @@ async function unsubscribeByMail(tx: EntityManager, cfg: Cfg, inboundId: string,
 /** An ARF report: the same states and events as the SES path (domain/emails/email-reports.ts), source arf. */
 async function applyComplaint(tx: EntityManager, cfg: Cfg, inboundId: string, message: InboundComplaint, to: Addressed, at: Date): Promise<InboundOutcome> {
   const detail = message.feedbackType;
-  const emailId = provenEmailId(message, to, cfg.appSecret, at);
+  const emailId = await reportedEmailId(tx, message, to, cfg.appSecret, at);
   const email = emailId ? await lockEmail(tx, emailId) : undefined;
   if (!email) return { kind: 'complaint', outcome: 'unmatched', events: [], detail };
   assertSent(email);
@@ -266,7 +280,8 @@ const reportBase = (email: LockedEmail, kind: 'bounce' | 'complaint', detail: st
 async function applyBounces(tx: EntityManager, cfg: Cfg, bounces: Locked[]): Promise<Map<string, InboundOutcome>> {
   const out = new Map<string, InboundOutcome>();
   if (bounces.length === 0) return out;
-  const proven = bounces.map((b) => provenEmailId(b.message as InboundBounce, b.to, cfg.appSecret, b.row.receivedAt));
+  const proven: (string | undefined)[] = [];
+  for (const b of bounces) proven.push(await reportedEmailId(tx, b.message as InboundBounce, b.to, cfg.appSecret, b.row.receivedAt));
   const emails = await lockEmails(
     tx,
     proven.filter((id): id is string => !!id),

@@ -9,7 +9,10 @@ import { Project } from '../projects/project.entity';
 export const InboundMessage = defineEntity({
   name: 'InboundMessage',
   tableName: 'inbound_messages',
-  uniques: [{ name: 'inbound_messages_digest_unique', properties: ['digest'] }],
+  uniques: [
+    { name: 'inbound_messages_digest_unique', properties: ['digest'] },
+    { name: 'inbound_messages_source_ref_unique', properties: ['sourceRef'] },
+  ],
   indexes: [
     { name: 'inbound_messages_pending_index', expression: `create index "inbound_messages_pending_index" on "inbound_messages" ("received_at") where status = 'RECEIVED'` },
     {
@@ -29,6 +32,10 @@ export const InboundMessage = defineEntity({
     size: p.integer(),
     /** Dropped INBOUND_RETENTION after processing. */
     raw: p.blob().nullable(),
+    /** `smtp`: the inbound server took it; `imap`: read from the bounce mailbox (migration 20261127150000). */
+    source: p.string().length(10).default('smtp'),
+    /** A mailbox message's place on the server, `<user>@<host>:<port>/<folder>/<UIDVALIDITY>/<UID>`: read twice, stored once. */
+    sourceRef: p.string().length(1100).nullable(),
     status: p.enum(['RECEIVED', 'PROCESSED', 'FAILED']).default('RECEIVED'),
     startedAt: p.datetime().nullable(),
     /** The `inbound-mail/<first id of its batch>` run that processes it (migration 20261127130000). */

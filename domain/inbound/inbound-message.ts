@@ -61,6 +61,8 @@ export interface InboundBounce extends InboundCommon {
   originalMessageId?: string;
   /** A local part shaped like our return path found in the returned message or report (unverified: parseReturnPath). */
   originalEnvelopeToken?: string;
+  /** A local part shaped like our unsubscribe address in the returned original's headers (unverified: parseUnsubscribeAddress). */
+  originalUnsubscribeToken?: string;
   /** RFC 3461 ENVID as the report quotes it (`Original-Envelope-Id`), when the sender set one. */
   originalEnvelopeId?: string;
   /** One line for people: each recipient with its action, status and reason. */
@@ -82,6 +84,8 @@ export interface InboundComplaint extends InboundCommon {
   originalRecipient?: string;
   originalMessageId?: string;
   originalEnvelopeToken?: string;
+  /** A local part shaped like our unsubscribe address in the returned original's headers (unverified). */
+  originalUnsubscribeToken?: string;
   /** Whether the report returned the original message or its headers (RFC 5965 makes it optional in practice). */
   hasOriginal: boolean;
 }

@@ -34,7 +34,11 @@ export interface InboundRow {
   status: InboundStatus;
   kind: string | null;
   outcome: Record<string, unknown> | null;
+  /** `smtp` (the inbound server) or `imap` (the bounce mailbox, whose envelope is the operator's own mailbox). */
+  source: InboundSource;
 }
+
+type InboundSource = 'smtp' | 'imap';
 
 /** The same bytes are the same message: an MTA that lost our 250 delivers exactly what it delivered before. */
 function inboundDigest(raw: Buffer): Buffer {
@@ -71,6 +75,38 @@ export async function storeInbound(db: Sql, message: NewInboundMessage): Promise
   return row;
 }
 
+const INBOUND_STORE_MAILBOX = statement(
+  'inbound_store_mailbox',
+  `with ins as (
+    insert into inbound_messages (id, digest, mail_from, rcpt_to, size, raw, source, source_ref)
+    values ($1, $2, $3, $4, $5, $6, 'imap', $7)
+    on conflict do nothing
+    returning id, status
+  )
+  select id, status, false as duplicate from ins
+  union all
+  (select id, status, true from inbound_messages where (source_ref = $7 or digest = $2) and not exists (select 1 from ins) order by source_ref = $7 desc limit 1)`,
+);
+
+/**
+ * Stores a message read from the bounce mailbox (source `imap`). `sourceRef` names it on the server (mailbox, folder,
+ * UIDVALIDITY, UID): a message read again (a poll that stopped before moving it) is the same row, and so are the same
+ * bytes seen under another UID (moved back by hand, a new UIDVALIDITY).
+ */
+export async function storeMailboxInbound(db: Sql, message: Pick<NewInboundMessage, 'mailFrom' | 'rcptTo' | 'raw'> & { sourceRef: string }): Promise<StoredInbound> {
+  const row = await db.one<{ id: string; status: InboundStatus; duplicate: boolean }>(INBOUND_STORE_MAILBOX, [
+    uuidv7(),
+    inboundDigest(message.raw),
+    message.mailFrom,
+    message.rcptTo,
+    message.raw.length,
+    message.raw,
+    message.sourceRef,
+  ]);
+  if (!row) return storeMailboxInbound(db, message);
+  return row;
+}
+
 /** Notes that the messages' workflow was started, and which (the sweeper leaves them alone for a while). */
 export async function markInboundStarted(db: Sql, ids: string[], workflowId: string): Promise<void> {
   await db.run(`update inbound_messages set started_at = now(), workflow_id = $2 where id = any($1::uuid[]) and status = 'RECEIVED'`, [ids, workflowId]);
@@ -90,7 +126,7 @@ export async function pendingInbound(db: Sql, staleMs: number, limit: number): P
   return rows.map((r) => r.id);
 }
 
-const INBOUND_COLUMNS = `id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome`;
+const INBOUND_COLUMNS = `id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome, source`;
 
 const INBOUND_READ = statement(
   'inbound_read',

@@ -181,6 +181,16 @@ export function findReturnPathTokens(text: string, max = 5): string[] {
   return found;
 }
 
+const UNSUBSCRIBE_ADDRESS_IN_TEXT_RE = /(?<![a-z0-9.+_-])u-[a-z2-7]{48}(?![a-z0-9])/i;
+
+/**
+ * The first local part in `text` shaped like our unsubscribe address (unverified: parseUnsubscribeAddress decides): a
+ * returned original's `List-Unsubscribe: <mailto:u-…@…>` names the email even when the relay rewrote its envelope sender.
+ */
+export function findUnsubscribeAddressToken(text: string): string | undefined {
+  return UNSUBSCRIBE_ADDRESS_IN_TEXT_RE.exec(text)?.[0].toLowerCase();
+}
+
 /** The shortest contact token: version, kind and a contact id with its MAC (34 bytes) in base64url. */
 const MIN_CONTACT_TOKEN_CHARS = 46;
 /**

@@ -18,5 +18,7 @@ export interface ActivityDeps {
   /** Where campaign messages are rendered (the worker's thread pool); inline when absent. */
   renderPool?: RenderPool;
   /** The worker's Temporal client, for activities that steer other runs (cancel-all, a project reset). */
-  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> & Pick<CampaignSendControl, 'cancelCampaignSend' | 'wakeCampaignSend'> & Pick<TemporalGateway, 'runsClosedOutside'>;
+  temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> &
+    Pick<CampaignSendControl, 'cancelCampaignSend' | 'wakeCampaignSend'> &
+    Pick<TemporalGateway, 'runsClosedOutside' | 'startInboundMail'>;
 }

@@ -13,3 +13,4 @@ export { accountEmail, invitationEmail } from './account-email.workflow';
 export { projectReset } from './project-reset.workflow';
 export { reputationCheck } from './reputation-check.workflow';
 export { inboundMail } from './inbound-mail.workflow';
+export { bounceMailboxPoll } from './bounce-mailbox.workflow';

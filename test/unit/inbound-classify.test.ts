@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { classifyInbound } from '../../domain/inbound/classify';
 import { replyExcerpt, REPLY_EXCERPT_CHARS } from '../../domain/inbound/reply';
-import { parseReturnPath, parseUnsubscribeSubject, unsubscribeTokenFromSubject } from '../../domain/inbound/return-path';
+import { parseReturnPath, parseUnsubscribeAddress, parseUnsubscribeSubject, unsubscribeAddress, unsubscribeTokenFromSubject } from '../../domain/inbound/return-path';
 import type { InboundEnvelope, InboundMessage } from '../../domain/inbound/inbound-message';
 
 /**
@@ -227,6 +227,38 @@ describe('bounces without a delivery-status report', () => {
     const token = 'b-agnlfrc6n55abcyaaaaaaaaaafissvpjurapam3w2cwzoos7';
     const raw = mail([DAEMON, 'Subject: failure notice'], `<a@example.org>: 550 5.1.1 unknown\n\nOriginal sender: SRS0=Ab12=TT=bounces.shop.example=${token}@fwd.example`);
     expect(await classifyInbound(raw, NULL_ENVELOPE)).toMatchObject({ kind: 'bounce', originalEnvelopeToken: token });
+  });
+});
+
+describe('the signed unsubscribe address in a returned original (bounce mailbox reports: no return path left)', () => {
+  const token = unsubscribeAddress(emailId(0x21), 'bounces.shop.example', SECRET).split('@')[0]!;
+  const report = (reportType: string, reportPart: string, original: string) =>
+    mail(
+      [DAEMON, 'Subject: report', 'MIME-Version: 1.0', `Content-Type: multipart/report; report-type=${reportType}; boundary="r"`],
+      `--r\nContent-Type: text/plain\n\nreport\n\n--r\nContent-Type: message/${reportType}\n\n${reportPart}\n\n--r\nContent-Type: text/rfc822-headers\n\n${original}\n\n--r--\n`,
+    );
+  const headers = `From: news@shop.example\nTo: ana@example.org\nMessage-ID: <relay-rewritten@relay.example>\nList-Unsubscribe: <mailto:${token}@bounces.shop.example>, <https://t.example/u/x>`;
+
+  test('a DSN: found in the returned headers, and it verifies to the email', async () => {
+    const m = asBounce(await classifyInbound(report('delivery-status', 'Reporting-MTA: dns; relay.example\n\nFinal-Recipient: rfc822; ana@example.org\nAction: failed\nStatus: 5.1.1', headers), NULL_ENVELOPE));
+    expect(m.originalUnsubscribeToken).toBe(token);
+    expect(parseUnsubscribeAddress(m.originalUnsubscribeToken!, SECRET)).toEqual({ emailId: emailId(0x21) });
+    expect(m.originalEnvelopeToken).toBeUndefined();
+  });
+
+  test('an ARF report: found in the returned headers', async () => {
+    expect(await classifyInbound(report('feedback-report', 'Feedback-Type: abuse\nOriginal-Rcpt-To: <ana@example.org>', headers), NULL_ENVELOPE)).toMatchObject({
+      kind: 'complaint',
+      originalUnsubscribeToken: token,
+      originalRecipient: 'ana@example.org',
+    });
+  });
+
+  test('only the returned original counts: a token in the report\'s own text is not taken', async () => {
+    const m = asBounce(
+      await classifyInbound(report('delivery-status', `Reporting-MTA: dns; relay.example\nX-Note: ${token}@bounces.shop.example\n\nFinal-Recipient: rfc822; ana@example.org\nAction: failed\nStatus: 5.1.1`, 'From: news@shop.example\nMessage-ID: <x@relay.example>'), NULL_ENVELOPE),
+    );
+    expect(m.originalUnsubscribeToken).toBeUndefined();
   });
 });
 

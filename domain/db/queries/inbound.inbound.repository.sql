@@ -8,10 +8,10 @@ from unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::uuid[], $6::uui
 where m.id = v.id;
 
 -- inbound_lock
-select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome, null::bytea as raw from inbound_messages where id = any($1::uuid[]) order by id for update;
+select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome, source, null::bytea as raw from inbound_messages where id = any($1::uuid[]) order by id for update;
 
 -- inbound_read
-select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome, case when status = 'RECEIVED' then raw end as raw from inbound_messages where id = any($1::uuid[]);
+select id, received_at as "receivedAt", mail_from as "mailFrom", rcpt_to as "rcptTo", status, kind, outcome, source, case when status = 'RECEIVED' then raw end as raw from inbound_messages where id = any($1::uuid[]);
 
 -- inbound_store
 with ins as (
@@ -23,3 +23,14 @@ with ins as (
 select id, status, false as duplicate from ins
 union all
 select id, status, true from inbound_messages where digest = $2 and not exists (select 1 from ins);
+
+-- inbound_store_mailbox
+with ins as (
+  insert into inbound_messages (id, digest, mail_from, rcpt_to, size, raw, source, source_ref)
+  values ($1, $2, $3, $4, $5, $6, 'imap', $7)
+  on conflict do nothing
+  returning id, status
+)
+select id, status, false as duplicate from ins
+union all
+(select id, status, true from inbound_messages where (source_ref = $7 or digest = $2) and not exists (select 1 from ins) order by source_ref = $7 desc limit 1);
