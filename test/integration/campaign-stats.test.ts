@@ -2,12 +2,14 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { api } from '../helpers/api';
-import { closeDb, db } from '../helpers/db';
+import { closeDb, db, waitForEmailStatus } from '../helpers/db';
+import { deliver } from '../helpers/smtp-client';
 import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
 import { makeCert, snsSign } from '../helpers/sns';
 import { stackEnv } from '../stack-env';
 import { loadConfig } from '../../domain/config';
 import { uuidv7 } from '../../domain/ids';
+import { returnPathAddress } from '../../domain/inbound/return-path';
 import { initOrm, type MikroORM } from '../../domain/orm';
 import { AppError } from '../../domain/errors';
 import { composeEmail, prepareMessage, type PreparedMessage } from '../../domain/compose/composer';
@@ -287,6 +289,47 @@ describe('campaign stats from events', () => {
       loneEmail.emailId,
     ]);
     expect(traces.rowCount).toBe(0);
+  });
+
+  test('a DSN and an ARF report mailed back to the inbound server (any relay, not SES) count as the bounce and the complaint', async () => {
+    const { campaignId, recipients: [bounced, complained] } = await sendingCampaign(projectA, domainA, 2);
+    const bounceHost = `bounces.${domainA}`;
+    const report = (r: Recipient, type: 'delivery-status' | 'feedback-report', fields: string[]) => {
+      const boundary = randomUUID();
+      return [
+        `From: ${type === 'delivery-status' ? 'Mail Delivery System <MAILER-DAEMON@mta.test>' : 'Feedback Loop <fbl@isp.test>'}`,
+        `To: ${returnPathAddress(r.emailId, bounceHost, apiConfig.appSecret)}`,
+        `Subject: Report`,
+        `Message-ID: <${randomUUID()}@mta.test>`,
+        `MIME-Version: 1.0`,
+        `Content-Type: multipart/report; report-type=${type}; boundary="${boundary}"`,
+        ``,
+        `--${boundary}`,
+        `Content-Type: text/plain`,
+        ``,
+        `A report about ${r.email}.`,
+        ``,
+        `--${boundary}`,
+        `Content-Type: message/${type}`,
+        ``,
+        ...fields,
+        ``,
+        `--${boundary}--`,
+        ``,
+      ].join('\r\n');
+    };
+    const dsn = report(bounced, 'delivery-status', ['Reporting-MTA: dns; mta.test', '', `Final-Recipient: rfc822; ${bounced.email}`, 'Action: failed', 'Status: 5.1.1', 'Diagnostic-Code: smtp; 550 5.1.1 User unknown']);
+    const arf = report(complained, 'feedback-report', ['Feedback-Type: abuse', 'Version: 1', `Original-Mail-From: <${returnPathAddress(complained.emailId, bounceHost, apiConfig.appSecret)}>`, `Original-Rcpt-To: <${complained.email}>`]);
+    expect((await deliver(stack.inboundSmtpPort, '', [returnPathAddress(bounced.emailId, bounceHost, apiConfig.appSecret)], dsn)).data?.code).toBe(250);
+    expect((await deliver(stack.inboundSmtpPort, 'fbl@isp.test', [`abuse@${bounceHost}`], arf)).data?.code).toBe(250);
+    await waitForEmailStatus(bounced.emailId, 'BOUNCED');
+    for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 150))) {
+      const { rows } = await db().query(`select 1 from events where email_id = $1 and name = 'email.complained'`, [complained.emailId]);
+      if (rows.length) break;
+      if (Date.now() > deadline) throw new Error('the ARF report was not applied');
+    }
+    await drained();
+    expect(await counters(campaignId)).toEqual({ ...ZERO, audience: 2, sent: 2, bounced: 1, complained: 1, unsubscribed: 1 });
   });
 
   test('an unsubscribe through a link composed into an email is recorded with that email; a complaint names its email too', async () => {
