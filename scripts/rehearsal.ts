@@ -31,13 +31,15 @@ function banner(r: Rehearsal, dataDir: string): string {
 
 async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-rehearsal-'));
-  let rehearsal: Rehearsal | undefined;
+  // Set as soon as the rehearsal starts anything, so Ctrl-C during the start stops what is up (the app processes lead
+  // process groups of their own, which the terminal's SIGINT does not reach).
+  let stopStack: (() => Promise<void>) | undefined;
   let stopping = false;
   const shutdown = async (code: number) => {
     if (stopping) return;
     stopping = true;
     log('stopping...');
-    await rehearsal?.stop();
+    await stopStack?.();
     if (!process.env.KEEP_REHEARSAL_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
     log('stopped');
     process.exit(code);
@@ -45,8 +47,9 @@ async function main() {
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
   const started = Date.now();
-  rehearsal = await startRehearsal({
+  const rehearsal = await startRehearsal({
     dataDir,
+    onStarting: (stop) => (stopStack = stop),
     apiPort: process.env.PORT ? Number(process.env.PORT) : undefined,
     log,
     onUnexpectedExit: (name, code) => {

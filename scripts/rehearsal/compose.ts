@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-export const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
+const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
 
 /** One service of the compose file after interpolation: the argv it runs and its environment. */
 export interface ComposeService {
@@ -59,11 +59,6 @@ type RawService = {
   ports?: (string | number)[];
 };
 
-/** The raw services of the compose file (YAML anchors and `<<` merge keys resolved, nothing interpolated). */
-export function composeServiceNames(file = COMPOSE_FILE): string[] {
-  return Object.keys(readServices(file));
-}
-
 function readServices(file: string): Record<string, RawService> {
   const doc = parse(fs.readFileSync(file, 'utf8'), { merge: true }) as { services?: Record<string, RawService> };
   if (!doc.services) throw new Error(`${file} has no services`);
@@ -112,4 +107,28 @@ export function translateAddresses(value: string, addresses: Record<string, stri
     out = out.replace(new RegExp(`(?<![\\w.-])${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?!\\d)`, 'g'), to);
   }
   return out;
+}
+
+/**
+ * What differs on one machine, and nothing else: compose's network names become loopback addresses, every server
+ * binds 127.0.0.1 instead of a container's 0.0.0.0, and each process gets ports of its own. `extra` may only add
+ * settings compose does not set.
+ */
+export function oneMachineEnv(
+  svc: ComposeService,
+  addresses: Record<string, string>,
+  ports: { PORT: string; INBOUND_SMTP_PORT: string },
+  extra: Record<string, string>,
+): Record<string, string> {
+  const env = Object.fromEntries(Object.entries(svc.environment).map(([k, v]) => [k, translateAddresses(v, addresses)]));
+  const overrides: Record<string, string> = { HOST: '127.0.0.1', METRICS_HOST: '127.0.0.1', INBOUND_SMTP_HOST: '127.0.0.1', ...ports };
+  for (const [k, v] of Object.entries(overrides)) {
+    if (!(k in env)) throw new Error(`docker-compose.yml no longer sets ${k} for ${svc.name}; update the rehearsal's one-machine overrides`);
+    env[k] = v;
+  }
+  for (const [k, v] of Object.entries(extra)) {
+    if (k in env) throw new Error(`${k} is set by docker-compose.yml; change it through a compose variable, not the rehearsal's extra settings`);
+    env[k] = v;
+  }
+  return env;
 }

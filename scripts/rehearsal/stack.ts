@@ -5,9 +5,8 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import net from 'node:net';
 import { execFileSync } from 'node:child_process';
-import { Client as PgClient } from 'pg';
 import { Connection } from '@temporalio/client';
-import { composeService, imageTag, translateAddresses, type ComposeService } from './compose';
+import { composeService, imageTag, oneMachineEnv, translateAddresses } from './compose';
 import { readImageRecipe, type ImageRecipe } from './dockerfile';
 import { startBalancer, type Balancer } from './balancer';
 import {
@@ -24,7 +23,7 @@ import {
   type SqlStore,
   type TemporalPorts,
 } from './temporal-cluster';
-import { startEmbeddedPostgres } from '../services/postgres';
+import { createOwnerAndDatabase, startEmbeddedPostgres } from '../services/postgres';
 import { startMailbox } from '../services/mailbox';
 import { resolveTemporalBinary, temporalCacheDir } from '../services/temporal-server';
 import { freePort, signal, startProcess, waitForPort, type ManagedProcess } from '../services/process';
@@ -52,6 +51,8 @@ export interface RehearsalOptions {
   /** The balancer's port, the API's public address (default: a free one). */
   apiPort?: number;
   log?: (msg: string) => void;
+  /** Given, before anything starts, the function that stops whatever has started (for a Ctrl-C during the start). */
+  onStarting?: (stop: () => Promise<void>) => void;
   /** Called when an app process exits without being asked to (not by `restart`). */
   onUnexpectedExit?: (name: string, code: number | null) => void;
 }
@@ -99,6 +100,7 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
   const stopAll = async () => {
     for (const s of stops.splice(0).reverse()) await s().catch((err: unknown) => log(`stop failed: ${(err as Error).message}`));
   };
+  opts.onStarting?.(stopAll);
   const jobs: string[] = [];
   try {
     // 1. Binaries: the Temporal server and its schema tool at the version of compose's auto-setup and admin-tools
@@ -122,7 +124,9 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
     log(`starting Postgres on ${IP}:${pgPort}`);
     const pg = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port: pgPort, database: 'postgres', persistent: false });
     stops.push(pg.stop);
-    await createComposeDatabase(`postgres://postgres:postgres@${IP}:${pgPort}/postgres`, pgService.environment);
+    // The user and database compose's postgres image creates from POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DB.
+    const pgEnv = pgService.environment;
+    await createOwnerAndDatabase(`postgres://postgres:postgres@${IP}:${pgPort}/postgres`, pgEnv.POSTGRES_USER!, pgEnv.POSTGRES_PASSWORD ?? '', pgEnv.POSTGRES_DB ?? pgEnv.POSTGRES_USER!);
     const temporalPorts = await freePorts<keyof TemporalPorts>(['frontend', 'frontendHttp', 'frontendMembership', 'history', 'historyMembership', 'matching', 'matchingMembership', 'worker', 'workerMembership']);
     const addresses = { 'postgres:5432': `${IP}:${pgPort}`, 'temporal:7233': `${IP}:${temporalPorts.frontend}` };
     const temporalAddress = addresses['temporal:7233'];
@@ -263,30 +267,6 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
   }
 }
 
-/**
- * What differs on one machine, and nothing else: compose's network names become loopback addresses, every server
- * binds 127.0.0.1 instead of a container's 0.0.0.0, and each process gets ports of its own. `extra` may only add
- * settings compose does not set.
- */
-export function oneMachineEnv(
-  svc: ComposeService,
-  addresses: Record<string, string>,
-  ports: { PORT: string; INBOUND_SMTP_PORT: string },
-  extra: Record<string, string>,
-): Record<string, string> {
-  const env = Object.fromEntries(Object.entries(svc.environment).map(([k, v]) => [k, translateAddresses(v, addresses)]));
-  const overrides: Record<string, string> = { HOST: IP, METRICS_HOST: IP, INBOUND_SMTP_HOST: IP, ...ports };
-  for (const [k, v] of Object.entries(overrides)) {
-    if (!(k in env)) throw new Error(`docker-compose.yml no longer sets ${k} for ${svc.name}; update the rehearsal's one-machine overrides`);
-    env[k] = v;
-  }
-  for (const [k, v] of Object.entries(extra)) {
-    if (k in env) throw new Error(`${k} is set by docker-compose.yml; change it through a compose variable, not the rehearsal's extra settings`);
-    env[k] = v;
-  }
-  return env;
-}
-
 /** What a container's process has besides its environment: PATH and HOME (npm needs both), nothing of ours. */
 function baseEnv(): Record<string, string> {
   const keep = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ'];
@@ -302,8 +282,13 @@ function buildAppDir(appDir: string, recipe: ImageRecipe, log: (msg: string) => 
   fs.rmSync(appDir, { recursive: true, force: true });
   fs.mkdirSync(appDir, { recursive: true });
   const manifests = recipe.copies.slice(0, recipe.copiesBeforeInstall).flatMap((c) => c.sources);
+  // Keyed by what decides node_modules: the lockfile, and of package.json its dependency fields (a new script does not).
   const hash = crypto.createHash('sha256');
-  for (const m of manifests) hash.update(m).update(fs.readFileSync(path.join(ROOT, m)));
+  for (const m of manifests) {
+    const text = fs.readFileSync(path.join(ROOT, m), 'utf8');
+    const pkg = path.basename(m) === 'package.json' ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+    hash.update(m).update(pkg ? JSON.stringify([pkg.dependencies, pkg.devDependencies, pkg.optionalDependencies, pkg.overrides, pkg.engines]) : text);
+  }
   hash.update(recipe.install.join(' '));
   const depsDir = path.join(path.dirname(temporalCacheDir()), 'rehearsal-deps', hash.digest('hex').slice(0, 16));
   if (!fs.existsSync(path.join(depsDir, '.complete'))) {
@@ -326,21 +311,6 @@ function buildAppDir(appDir: string, recipe: ImageRecipe, log: (msg: string) => 
   }
   fs.symlinkSync(path.join(depsDir, 'node_modules'), path.join(appDir, 'node_modules'));
   return appDir;
-}
-
-/** Creates the user and database compose's postgres image creates from POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DB. */
-async function createComposeDatabase(adminUrl: string, env: Record<string, string>): Promise<void> {
-  const client = new PgClient({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const user = env.POSTGRES_USER ?? 'postgres';
-    const quote = (id: string) => `"${id.replace(/"/g, '""')}"`;
-    // A superuser, as the image's POSTGRES_USER is: the Temporal schema tool creates its two databases with it.
-    await client.query(`CREATE ROLE ${quote(user)} SUPERUSER LOGIN PASSWORD ${client.escapeLiteral(env.POSTGRES_PASSWORD ?? '')}`);
-    await client.query(`CREATE DATABASE ${quote(env.POSTGRES_DB ?? user)} OWNER ${quote(user)}`);
-  } finally {
-    await client.end();
-  }
 }
 
 /**
