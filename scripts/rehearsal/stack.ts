@@ -301,7 +301,10 @@ function buildAppDir(appDir: string, recipe: ImageRecipe, log: (msg: string) => 
     fs.writeFileSync(path.join(building, '.complete'), '');
     fs.rmSync(depsDir, { recursive: true, force: true });
     fs.renameSync(building, depsDir);
+    pruneDeps(path.dirname(depsDir), depsDir);
   }
+  const now = new Date();
+  fs.utimesSync(path.join(depsDir, '.complete'), now, now); // marks it used, for pruneDeps
   for (const copy of recipe.copies) {
     for (const source of copy.sources) {
       const dest = copy.dest.endsWith('/') ? path.join(appDir, copy.dest, path.basename(source)) : path.join(appDir, copy.dest);
@@ -311,6 +314,16 @@ function buildAppDir(appDir: string, recipe: ImageRecipe, log: (msg: string) => 
   }
   fs.symlinkSync(path.join(depsDir, 'node_modules'), path.join(appDir, 'node_modules'));
   return appDir;
+}
+
+/** Removes the installs of other lockfiles not used for a day (about 460 MB each); a rehearsal running on one keeps it. */
+function pruneDeps(root: string, keep: string): void {
+  for (const name of fs.readdirSync(root)) {
+    const dir = path.join(root, name);
+    if (dir === keep || name.includes('.building-')) continue;
+    const marker = path.join(dir, '.complete');
+    if (!fs.existsSync(marker) || Date.now() - fs.statSync(marker).mtimeMs > 86_400_000) fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
