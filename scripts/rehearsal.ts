@@ -1,11 +1,13 @@
 // `npm run rehearsal`: docker-compose.yml's production shape on this machine without containers (README › Production
-// rehearsal). `-- --check` brings it up, prints the banner, checks the API answers through the balancer and stops.
+// rehearsal). `-- --check` brings it up, prints the banner, checks the API answers through the balancer and stops;
+// `-- --build` only builds what it needs (the Temporal binaries with Go, the production install) and exits.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startRehearsal, type Rehearsal } from './rehearsal/stack';
+import { prepareRehearsal, startRehearsal, type Rehearsal } from './rehearsal/stack';
 
 const check = process.argv.includes('--check');
+const buildOnly = process.argv.includes('--build');
 const log = (msg: string) => console.log(`[rehearsal] ${msg}`);
 
 function banner(r: Rehearsal, dataDir: string): string {
@@ -30,6 +32,11 @@ function banner(r: Rehearsal, dataDir: string): string {
 }
 
 async function main() {
+  if (buildOnly) {
+    const built = prepareRehearsal({ ui: true, log });
+    log(`ready: ${[built.serverBin, built.sqlTool, built.uiBin, built.cli, built.depsDir].join(', ')}`);
+    return;
+  }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-rehearsal-'));
   // Set as soon as the rehearsal starts anything, so Ctrl-C during the start stops what is up (the app processes lead
   // process groups of their own, which the terminal's SIGINT does not reach).

@@ -103,19 +103,10 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
   opts.onStarting?.(stopAll);
   const jobs: string[] = [];
   try {
-    // 1. Binaries: the Temporal server and its schema tool at the version of compose's auto-setup and admin-tools
-    //    images, Web UI at the version of its image, and the CLI that runs the search-attribute job.
-    const serverVersion = goVersion(imageTag(composeService('temporal', {})));
-    const sqlToolVersion = goVersion(imageTag(composeService('temporal-search-attributes', {})));
-    const serverBin = resolveGoTool(temporalServerTool(serverVersion), log);
-    const sqlTool = resolveGoTool(temporalSqlTool(sqlToolVersion), log);
-    const uiBin = opts.ui === false ? undefined : resolveGoTool(temporalUiTool(goVersion(imageTag(composeService('temporal-ui', {})))), log);
-    const cli = resolveTemporalBinary(log);
-    if (!cli) throw new Error('the rehearsal needs the Temporal CLI for its search-attribute job (install Go, or put `temporal` on PATH)');
-
-    // 2. The image: the Dockerfile's files and its install command (production dependencies only).
-    const recipe = readImageRecipe();
-    const appDir = buildAppDir(path.join(dataDir, 'app'), recipe, log);
+    // 1. Binaries, and the image's production dependencies (both cached after the first run).
+    const { serverVersion, serverBin, sqlTool, uiBin, cli, recipe, depsDir } = prepareRehearsal({ ui: opts.ui !== false, log });
+    // 2. The image: the Dockerfile's files over its installed dependencies.
+    const appDir = buildAppDir(path.join(dataDir, 'app'), recipe, depsDir);
     jobs.push(`image: ${recipe.install.join(' ')} (in ${path.relative(dataDir, appDir) || appDir})`);
 
     // 3. Postgres, with the user and database compose's postgres service creates.
@@ -267,20 +258,40 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
   }
 }
 
-/** What a container's process has besides its environment: PATH and HOME (npm needs both), nothing of ours. */
+/**
+ * What a container's process has besides its environment: PATH and HOME (npm needs both), nothing of ours; PATH
+ * without the repository's node_modules/.bin that `npm run rehearsal` puts first (dev tools the image does not have).
+ */
 function baseEnv(): Record<string, string> {
-  const keep = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ'];
-  return Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]));
+  const keep = ['HOME', 'TMPDIR', 'LANG', 'TZ'];
+  const env = Object.fromEntries(keep.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]!]));
+  const pathDirs = (process.env.PATH ?? '').split(path.delimiter).filter((d) => d && !d.split(path.sep).includes('node_modules'));
+  return { ...env, PATH: pathDirs.join(path.delimiter) };
 }
 
 /**
- * Builds the app folder as the Dockerfile builds the image: its COPY sources from the repository, and node_modules
- * from its install command run on the manifests it copies first. The install is cached per manifest content in
- * ~/.cache/mailwright (a few minutes the first time; the folder is linked, not copied).
+ * What a rehearsal needs before it starts anything, built once and cached in ~/.cache/mailwright (`npm run rehearsal --
+ * --build` does only this): the Temporal server and its schema tool at the version of compose's auto-setup and
+ * admin-tools images, Web UI's server at the version of its image, the CLI that runs the search-attribute job, and the
+ * image's production dependencies.
  */
-function buildAppDir(appDir: string, recipe: ImageRecipe, log: (msg: string) => void): string {
-  fs.rmSync(appDir, { recursive: true, force: true });
-  fs.mkdirSync(appDir, { recursive: true });
+export function prepareRehearsal(opts: { ui: boolean; log: (msg: string) => void }) {
+  const { log } = opts;
+  const serverVersion = goVersion(imageTag(composeService('temporal', {})));
+  const serverBin = resolveGoTool(temporalServerTool(serverVersion), log);
+  const sqlTool = resolveGoTool(temporalSqlTool(goVersion(imageTag(composeService('temporal-search-attributes', {})))), log);
+  const uiBin = opts.ui ? resolveGoTool(temporalUiTool(goVersion(imageTag(composeService('temporal-ui', {})))), log) : undefined;
+  const cli = resolveTemporalBinary(log);
+  if (!cli) throw new Error('the rehearsal needs the Temporal CLI for its search-attribute job (install Go, or put `temporal` on PATH)');
+  const recipe = readImageRecipe();
+  return { serverVersion, serverBin, sqlTool, uiBin, cli, recipe, depsDir: installProductionDependencies(recipe, log) };
+}
+
+/**
+ * Runs the Dockerfile's install command on the manifests it copies first, once per lockfile, in
+ * ~/.cache/mailwright/rehearsal-deps/<hash> (a minute or two the first time); returns that folder.
+ */
+function installProductionDependencies(recipe: ImageRecipe, log: (msg: string) => void): string {
   const manifests = recipe.copies.slice(0, recipe.copiesBeforeInstall).flatMap((c) => c.sources);
   // Keyed by what decides node_modules: the lockfile, and of package.json its dependency fields (a new script does not).
   const hash = crypto.createHash('sha256');
@@ -305,6 +316,13 @@ function buildAppDir(appDir: string, recipe: ImageRecipe, log: (msg: string) => 
   }
   const now = new Date();
   fs.utimesSync(path.join(depsDir, '.complete'), now, now); // marks it used, for pruneDeps
+  return depsDir;
+}
+
+/** The app folder as the Dockerfile builds the image: its COPY sources from the repository, node_modules linked. */
+function buildAppDir(appDir: string, recipe: ImageRecipe, depsDir: string): string {
+  fs.rmSync(appDir, { recursive: true, force: true });
+  fs.mkdirSync(appDir, { recursive: true });
   for (const copy of recipe.copies) {
     for (const source of copy.sources) {
       const dest = copy.dest.endsWith('/') ? path.join(appDir, copy.dest, path.basename(source)) : path.join(appDir, copy.dest);
