@@ -7,7 +7,8 @@
  *   tier's global setup starts once; schemathesis runs here too.
  * A fourth, faults (test/faults: fault injection on stacks of their own, several minutes), runs only when selected:
  * `npm run test:faults`; so does a fifth, mta (test/mta: Debian's Postfix as relay and bounce source, installed where
- * missing): `npm run test:mta`. `npm test` selects the three above.
+ * missing): `npm run test:mta`; so does a sixth, rehearsal (a selection of the stack tests against the production
+ * rehearsal, scripts/rehearsal.ts): `npm run test:rehearsal`. `npm test` selects the three above.
  * A project's global setup runs only when the run selects one of its tests, so the unit tier never boots the stack.
  * @type {import('jest').Config}
  */
@@ -31,6 +32,13 @@ module.exports = {
     tier('faults', ['faults']),
     // A real MTA in the loop (test/mta): Debian's Postfix as relay and bounce source, Dovecot as the bounce mailbox (installed where missing).
     tier('mta', ['mta']),
+    // The production rehearsal (scripts/rehearsal.ts: real Temporal server on Postgres, docker-compose.yml's jobs, two
+    // APIs, two workers): the stack tests of sends, campaigns and their schedules, automations, imports and domains.
+    tier('rehearsal', ['integration'], {
+      testMatch: ['**/test/integration/{send,delivery,campaign-send,campaigns,automations,automation-runs,import,domains}.test.ts'],
+      globalSetup: '<rootDir>/test/rehearsal-global-setup.ts',
+      globalTeardown: '<rootDir>/test/global-teardown.ts',
+    }),
   ],
   reporters: ['default', '<rootDir>/test/summary-reporter.js'],
   testTimeout: 60_000,

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { startInfrastructure, startTsProcess, waitForHttp, waitForWorker } from '../scripts/services/stack';
@@ -7,7 +6,9 @@ import { freePort, waitForPort, type ManagedProcess } from '../scripts/services/
 import type { TestStackEnv } from './stack-env';
 import { startSmtpCapture } from './support/smtp-capture';
 import { startDnsServer } from './support/dns-server';
+import { startControlServer } from './support/control-server';
 import { resolveStripeMockBinary } from '../scripts/services/stripe-mock';
+import { TEST_SERVICE_SETTINGS, TEST_SYSTEM_EMAIL_FROM } from './stack-settings';
 
 declare global {
   var __MAILWRIGHT_STACK__: { stop(): Promise<void> } | undefined;
@@ -42,39 +43,11 @@ export default async function globalSetup(): Promise<void> {
     // Links in mail (tracking, unsubscribe) point at the API; tests follow them.
     PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
     TEMPORAL_TASK_QUEUE: 'mailwright',
-    // Sender domains: the loopback DNS server, and short checks so verification tests take seconds.
+    // Sender domains: the loopback DNS server.
     DNS_SERVERS: dns.server,
-    DNS_TIMEOUT: '1s',
-    DOMAIN_CHECK_INTERVAL: '2s',
-    DOMAIN_RECHECK_INTERVAL: '2s',
-    DOMAIN_DEMOTE_AFTER: '5s',
-    // A budget no test reaches by accident (schemathesis sends thousands of requests as one project); the limiter
-    // itself is tested with its own API process and a small budget (rate-limit.test.ts).
-    RATE_LIMIT_PER_MINUTE: '60000',
-    // Login and account-email throttles no test reaches by accident (every request comes from 127.0.0.1, and the fuzzer
-    // sends wrong passwords); account-lifecycle.test.ts tests them with an API process and small limits of its own.
-    LOGIN_MAX_FAILURES_PER_ACCOUNT: '1000000',
-    LOGIN_MAX_FAILURES_PER_IP: '1000000',
-    ACCOUNT_EMAILS_PER_ADDRESS: '1000000',
-    ACCOUNT_EMAILS_PER_IP: '1000000',
-    // The worker sends account emails from this sender (account-lifecycle.test.ts checks it).
-    SYSTEM_EMAIL_FROM: 'Mailwright Accounts <accounts@mailwright.test>',
-    SNS_CERT_URL_PATTERN: '^http://127\\.0\\.0\\.1:\\d+/', // webhooks-sns.test.ts plays SNS: certificates and SubscribeURL on loopback
-    // The worker registers the probe consumer, which records every event it receives (event-outbox.test.ts).
-    EVENTS_PROBE: 'true',
-    // Campaign retry passes after a second, not minutes (campaign-send.test.ts).
-    CAMPAIGN_RETRY_DELAYS: '1s,1s',
-    // The segment recompute sweep looks for due segments every 3 s, not 5 minutes (segments.test.ts backdates a
-    // segment to make it due); segments are due only after their project's interval (at least 5 minutes), so the sweep
-    // leaves the segments other tests create alone.
-    SEGMENT_RECOMPUTE_SWEEP_INTERVAL: '3s',
-    // The reputation check never fires by itself during a run (it would judge every test project that sent 100 emails);
-    // reputation.test.ts triggers it.
-    REPUTATION_CHECK_INTERVAL: '8760h',
-    // automation-runs.test.ts: WEBHOOK steps call a receiver on loopback (refused by default, against SSRF); every
-    // other non-public address stays refused, which the SSRF test relies on.
-    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
-    WEBHOOK_TIMEOUT: '2s',
+    ...TEST_SERVICE_SETTINGS,
+    // The worker sends account emails from this sender.
+    SYSTEM_EMAIL_FROM: TEST_SYSTEM_EMAIL_FROM,
     // Uploaded images on local disk in the stack's folder (uploads-s3.test.ts starts an API of its own on S3).
     UPLOADS_DIR: path.join(dataDir, 'uploads'),
     // The worker's GET /metrics and GET /health (metrics.test.ts); the API serves its own on PORT.
@@ -90,26 +63,19 @@ export default async function globalSetup(): Promise<void> {
   // Control for crash tests: `POST <workerControlUrl>/restart` kills the worker (SIGKILL, like a crash: no draining)
   // and starts a new one, answering once the new process is spawned; `POST <workerControlUrl>/restart-api` does the
   // same to the API and answers once the new one serves HTTP. Loopback only.
-  const control = http.createServer((req, res) => {
-    const which = req.method !== 'POST' ? -1 : req.url === '/restart' ? 1 : req.url === '/restart-api' ? 0 : -1;
-    if (which < 0) return void res.writeHead(404).end();
+  const crash = async (which: 0 | 1) => {
     const child = children[which]!;
     child.child.kill('SIGKILL');
-    void child.exited
-      .then(async () => {
-        if (which === 1) children[1] = startWorker();
-        else {
-          children[0] = startApi();
-          await waitForHttp(`http://127.0.0.1:${apiPort}`, 60_000);
-        }
-        res.writeHead(204).end();
-      })
-      .catch((err: unknown) => res.writeHead(500).end(String(err)));
-  });
-  const controlPort = await freePort();
-  await new Promise<void>((resolve) => control.listen(controlPort, '127.0.0.1', resolve));
+    await child.exited;
+    if (which === 1) children[1] = startWorker();
+    else {
+      children[0] = startApi();
+      await waitForHttp(`http://127.0.0.1:${apiPort}`, 60_000);
+    }
+  };
+  const control = await startControlServer({ '/restart': () => crash(1), '/restart-api': () => crash(0) });
   const stop = async () => {
-    await new Promise<void>((resolve) => control.close(() => resolve()));
+    await control.stop();
     await Promise.all(children.map((c) => c.stop()));
     await infra.stop();
     await capture.stop();
@@ -133,7 +99,7 @@ export default async function globalSetup(): Promise<void> {
     mailboxUrl: capture.httpUrl,
     dnsServer: dns.server,
     dnsControlUrl: dns.controlUrl,
-    workerControlUrl: `http://127.0.0.1:${controlPort}`,
+    workerControlUrl: control.url,
     workerMetricsUrl: `http://127.0.0.1:${workerMetricsPort}`,
     inboundSmtpPort: inboundPort,
     inboundMetricsUrl: `http://127.0.0.1:${inboundMetricsPort}`,

@@ -71,3 +71,19 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
     await client.end();
   }
 }
+
+/**
+ * Creates a login role and a database it owns, as the postgres image does from POSTGRES_USER, POSTGRES_PASSWORD and
+ * POSTGRES_DB; the role is a superuser like the image's (the Temporal schema tool creates its databases with it).
+ */
+export async function createOwnerAndDatabase(adminUrl: string, user: string, password: string, database: string): Promise<void> {
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  const quote = (id: string) => `"${id.replace(/"/g, '""')}"`;
+  try {
+    await client.query(`CREATE ROLE ${quote(user)} SUPERUSER LOGIN PASSWORD ${client.escapeLiteral(password)}`);
+    await client.query(`CREATE DATABASE ${quote(database)} OWNER ${quote(user)}`);
+  } finally {
+    await client.end();
+  }
+}

@@ -43,12 +43,26 @@ export function startProcess(
     exited,
     async stop(graceMs = 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      signal(child, 'SIGTERM', opts.detached);
+      const timer = setTimeout(() => signal(child, 'SIGKILL', opts.detached), graceMs);
       await exited;
       clearTimeout(timer);
     },
   };
+}
+
+/**
+ * Signals a child, or with `group` its whole process group (a child spawned `detached` leads one): `npm run x` runs
+ * its script in a shell of its own, and a signal to npm alone may leave the script running.
+ */
+export function signal(child: ChildProcess, sig: NodeJS.Signals, group = false): void {
+  if (group && child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, sig);
+    } catch {
+      // the group is gone already
+    }
+  } else child.kill(sig);
 }
 
 /** Resolves once something accepts TCP connections on host:port, or rejects after timeoutMs. */

@@ -129,16 +129,16 @@ export async function waitForHttp(url: string, timeoutMs: number): Promise<void>
   await waitForPort(u.hostname, Number(u.port), timeoutMs, url);
 }
 
-/** Waits until a worker polls the task queue, so a caller never races the worker's start. */
-export async function waitForWorker(address: string, taskQueue: string, timeoutMs: number): Promise<void> {
+/** Waits until `pollers` workers poll the task queue, so a caller never races the workers' start. */
+export async function waitForWorker(address: string, taskQueue: string, timeoutMs: number, pollers = 1): Promise<void> {
   const connection = await Connection.connect({ address });
   const client = new Client({ connection });
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
       const res = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: 1 });
-      if ((res.pollers ?? []).length > 0) return;
-      if (Date.now() > deadline) throw new Error(`No worker polled ${taskQueue} within ${timeoutMs} ms`);
+      if (new Set((res.pollers ?? []).map((p) => p.identity)).size >= pollers) return;
+      if (Date.now() > deadline) throw new Error(`Fewer than ${pollers} worker(s) polled ${taskQueue} within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally {
