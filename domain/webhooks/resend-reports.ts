@@ -32,8 +32,10 @@ function effectOf(e: ResendEvent): ReportEffect | null {
     case 'email.bounced': {
       const b = e.data.bounce ?? {};
       const common = { bounceSubType: b.subType ?? b.type, diagnosticCode: b.message, timestamp: at };
-      if (b.type === 'Permanent') return { kind: 'bounced', permanent: true, suppression: 'hard_bounce', ...common };
-      return { kind: 'bounced', permanent: false, ...(b.type === 'Transient' && MAILBOX_SOFT_BOUNCES.has(b.subType ?? 'General') ? { suppression: 'soft_bounce' as const } : {}), ...common };
+      // Resend sends email.bounced for permanent rejections; a bounce object saying otherwise (SES's types) is heard.
+      if (b.type === 'Transient') return { kind: 'bounced', permanent: false, ...(MAILBOX_SOFT_BOUNCES.has(b.subType ?? 'General') ? { suppression: 'soft_bounce' as const } : {}), ...common };
+      if (b.type === 'Undetermined') return { kind: 'bounced', permanent: false, ...common };
+      return { kind: 'bounced', permanent: true, suppression: 'hard_bounce', ...common };
     }
     case 'email.complained':
       return { kind: 'complained', feedbackType: 'abuse', timestamp: at };
