@@ -185,8 +185,8 @@ export function webhookRoutes(routes: Routes, deps: ApiDeps): void {
       'Add this URL as a webhook in Resend (email.delivered, email.bounced, email.complained, email.delivery_delayed) and set ' +
       'RESEND_WEBHOOK_SECRET to its signing secret (`whsec_...`). Every request must carry a valid Standard Webhooks signature ' +
       '(`svix-id`, `svix-timestamp`, `svix-signature`). The email is found by its Message-ID among `data.headers` or by `data.email_id` ' +
-      "(the id Resend's SMTP reply named). `email.bounced` Permanent -> hard bounce, Transient -> soft bounce; `email.delivery_delayed` -> " +
-      'transient, not counted.',
+      "(the id Resend's SMTP reply named). `email.bounced` -> hard bounce unless its `bounce.type` is Transient (soft bounce) or " +
+      'Undetermined; `email.delivery_delayed` -> transient, not counted.',
     maxBytes: MAX_EVENT_BODY,
     receive: (ctx, body, { secret }) => {
       const id = verifyStandardWebhook(header(ctx), body, secret, tolerance);
