@@ -75,7 +75,8 @@ export function readPostmarkRecord(rawBody: string): ProviderReport | SkippedEve
     case 'Bounce':
     case 'SpamComplaint': {
       if (r.ID === undefined) return missingId('ID');
-      const bounceType = r.Type ?? (r.TypeCode !== undefined ? TYPE_BY_CODE[r.TypeCode] : undefined) ?? (r.RecordType === 'SpamComplaint' ? 'SpamComplaint' : 'Unknown');
+      // A SpamComplaint record is a complaint whatever its TypeCode says (Postmark's examples give 512, SpamNotification's code).
+      const bounceType = r.RecordType === 'SpamComplaint' ? 'SpamComplaint' : (r.Type ?? (r.TypeCode !== undefined ? TYPE_BY_CODE[r.TypeCode] : undefined) ?? 'Unknown');
       const effect = bounceEffect(r, bounceType);
       const eventId = `${r.RecordType}:${r.ID}`;
       if (!effect) return { skipped: 'ignored', type: `${r.RecordType}/${bounceType}`, eventId };

@@ -136,6 +136,7 @@ describe('reading events', () => {
     expect(readPostmarkRecord(rec({ Type: 'Blocked' }))).not.toMatchObject({ effect: { suppression: expect.anything() } });
     expect(readPostmarkRecord(rec({ Type: 'AutoResponder', TypeCode: 64 }))).toEqual({ skipped: 'ignored', type: 'Bounce/AutoResponder', eventId: 'Bounce:42' });
     expect(readPostmarkRecord(rec({ Type: 'SpamComplaint', RecordType: 'SpamComplaint' }))).toMatchObject({ eventId: 'SpamComplaint:42', effect: { kind: 'complained' } });
+    expect(readPostmarkRecord(rec({ TypeCode: 512, RecordType: 'SpamComplaint' }))).toMatchObject({ type: 'SpamComplaint/SpamComplaint', effect: { kind: 'complained' } });
     const content = `Message-ID: <dsn-1@mx.example>\r\n\r\nMessage-ID: <not-a-uuid@news.example.com>\r\nMessage-ID: ${OURS}\r\n`;
     expect(readPostmarkRecord(rec({ Type: 'HardBounce', Content: content }))).toMatchObject({ messageIdHeader: OURS, providerMessageId: 'pm-1' });
     expect(readPostmarkRecord(JSON.stringify({ RecordType: 'SubscriptionChange', MessageID: 'pm-1', Recipient: 'a@example.com', SuppressSending: false }))).toMatchObject({ skipped: 'ignored' });
