@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { isIP } from 'node:net';
+import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import type { DkimKeyBits } from './domains/dkim';
@@ -68,6 +69,37 @@ const optionalText = <T extends z.ZodType>(inner: T) => z.preprocess((v) => (v =
 
 /** SNS signing certificates and subscription URLs: https on the SNS host of an AWS region (China: `.com.cn`). */
 const DEFAULT_SNS_URL_PATTERN = '^https://sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/';
+
+/**
+ * `SENDGRID_WEBHOOK_PUBLIC_KEY`: the verification key SendGrid shows for a signed Event Webhook, base64 of an ECDSA
+ * P-256 public key (DER SubjectPublicKeyInfo); PEM is accepted too. Parsed here so a bad key stops the start.
+ */
+const sendgridPublicKey = z.string().transform((v, ctx) => {
+  const text = v.trim();
+  try {
+    const key = text.startsWith('-----BEGIN')
+      ? createPublicKey(text)
+      : createPublicKey({ key: Buffer.from(text.replace(/\s+/g, ''), 'base64'), format: 'der', type: 'spki' });
+    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+      ctx.addIssue({ code: 'custom', message: 'must be an ECDSA P-256 public key (the verification key of a signed Event Webhook)' });
+      return z.NEVER;
+    }
+    return key;
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `not a public key (base64 DER, as SendGrid shows it, or PEM): ${(err as Error).message}` });
+    return z.NEVER;
+  }
+});
+
+/** `RESEND_WEBHOOK_SECRET`: a Standard Webhooks / Svix signing secret, `whsec_<base64>`; the HMAC key is the decoded bytes. */
+const svixSecret = z.string().transform((v, ctx) => {
+  const key = Buffer.from(v.trim().replace(/^whsec_/, ''), 'base64');
+  if (key.length < 16) {
+    ctx.addIssue({ code: 'custom', message: 'must be the signing secret the provider shows (whsec_ followed by base64 of at least 16 bytes)' });
+    return z.NEVER;
+  }
+  return key;
+});
 
 /** A host name for SPF's include: mechanism. */
 const spfInclude = z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/i, 'must be a host name');
@@ -156,6 +188,13 @@ const schema = z
       })
       .default(new RegExp(DEFAULT_SNS_URL_PATTERN)),
     SNS_HTTP_TIMEOUT: duration(100).default(5_000),
+    // Delivery reports by provider webhooks (README › Delivery reports by webhook): a receiver is on when its secret is set.
+    SENDGRID_WEBHOOK_PUBLIC_KEY: optionalText(sendgridPublicKey),
+    MAILGUN_WEBHOOK_SIGNING_KEY: optionalText(z.string().min(8)),
+    POSTMARK_WEBHOOK_USER: optionalText(z.string().regex(/^[^:]+$/, 'must not contain ":" (HTTP Basic)')),
+    POSTMARK_WEBHOOK_PASSWORD: optionalText(z.string().min(12)),
+    RESEND_WEBHOOK_SECRET: optionalText(svixSecret),
+    REPORT_WEBHOOK_TOLERANCE: duration(1_000).default(5 * 60_000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).max(1_000_000_000).default(1000),
     // The budget is per window; the variable's name says minute because that is the default and SPEC.md's unit.
     RATE_LIMIT_WINDOW: duration(1_000)
@@ -262,6 +301,9 @@ const schema = z
     }
     if (env.SYSTEM_EMAIL_FROM !== undefined && !systemSender(env.SYSTEM_EMAIL_FROM)) {
       ctx.addIssue({ code: 'custom', path: ['SYSTEM_EMAIL_FROM'], message: 'must be an address, or "Name <address>"' });
+    }
+    if (!env.POSTMARK_WEBHOOK_USER !== !env.POSTMARK_WEBHOOK_PASSWORD) {
+      ctx.addIssue({ code: 'custom', path: [env.POSTMARK_WEBHOOK_USER ? 'POSTMARK_WEBHOOK_PASSWORD' : 'POSTMARK_WEBHOOK_USER'], message: 'POSTMARK_WEBHOOK_USER and POSTMARK_WEBHOOK_PASSWORD go together' });
     }
     if (!env.STRIPE_SECRET_KEY !== !env.STRIPE_WEBHOOK_SECRET) {
       ctx.addIssue({ code: 'custom', path: [env.STRIPE_SECRET_KEY ? 'STRIPE_WEBHOOK_SECRET' : 'STRIPE_SECRET_KEY'], message: 'STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET go together' });
@@ -386,6 +428,18 @@ function buildConfig(env: z.infer<typeof schema>) {
       urlPattern: env.SNS_CERT_URL_PATTERN,
       /** Bound on fetching a signing certificate or confirming a subscription. */
       httpTimeoutMs: env.SNS_HTTP_TIMEOUT,
+    },
+    /**
+     * Delivery reports posted by relays (`POST /webhooks/incoming/<provider>`, domain/webhooks/provider-reports.ts): a
+     * receiver whose secret is unset is off (404). Per deployment: one account per relay for every project.
+     */
+    reportWebhooks: {
+      sendgrid: env.SENDGRID_WEBHOOK_PUBLIC_KEY ? { publicKey: env.SENDGRID_WEBHOOK_PUBLIC_KEY } : undefined,
+      mailgun: env.MAILGUN_WEBHOOK_SIGNING_KEY ? { signingKey: env.MAILGUN_WEBHOOK_SIGNING_KEY } : undefined,
+      postmark: env.POSTMARK_WEBHOOK_USER && env.POSTMARK_WEBHOOK_PASSWORD ? { user: env.POSTMARK_WEBHOOK_USER, password: env.POSTMARK_WEBHOOK_PASSWORD } : undefined,
+      resend: env.RESEND_WEBHOOK_SECRET ? { secret: env.RESEND_WEBHOOK_SECRET } : undefined,
+      /** How far a signed timestamp may be from now (either way) before the report is refused as stale. */
+      toleranceMs: env.REPORT_WEBHOOK_TOLERANCE,
     },
     /** Campaign sends (domain/campaigns/campaign-send.ts). */
     campaigns: {

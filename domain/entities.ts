@@ -11,6 +11,7 @@ import { Segment, SegmentMembership } from './segments/segment.entity';
 import { Job, ContactImportFile, JobChunk } from './jobs/job.entity';
 import { Template } from './templates/template.entity';
 import { ProcessedSnsMessage } from './webhooks/processed-sns-message.entity';
+import { ProcessedProviderEvent } from './webhooks/processed-provider-event.entity';
 import { RateLimitWindow } from './rate-limit/rate-limit-window.entity';
 import { Campaign, CampaignStats } from './campaigns/campaign.entity';
 import { CampaignEmailMark, CampaignEventReceipt } from './campaigns/campaign-stats.entity';
@@ -25,4 +26,4 @@ import { Suppression, SuppressionSoftBounce } from './suppressions/suppression.e
 import { Automation, AutomationExecution, AutomationExecutionStep, AutomationStep, AutomationTransition, AutomationVersion } from './automations/automation.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Invitation, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, EventTally, InboundMessage, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, ProjectSuspension, AccountToken, OAuthAccount, LoginThrottleWindow, ProjectBilling, Suppression, SuppressionSoftBounce];
+export const entities = [User, Project, Membership, Invitation, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, ProcessedProviderEvent, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, EventTally, InboundMessage, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, ProjectSuspension, AccountToken, OAuthAccount, LoginThrottleWindow, ProjectBilling, Suppression, SuppressionSoftBounce];

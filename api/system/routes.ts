@@ -13,12 +13,19 @@ import { configuredProviders } from '../../domain/auth/oauth';
 import type { Config } from '../../domain/config';
 
 const oauthProviders = (config: Config) => configuredProviders(config.accounts.oauth).map((p) => p.id);
+const PROVIDERS = ['sendgrid', 'mailgun', 'postmark', 'resend'] as const;
+const reportReceivers = (config: Config) => ['ses' as const, ...PROVIDERS.filter((p) => config.reportWebhooks[p] !== undefined)];
 
 const ConfigSchema = z
   .object({
     signupEnabled: z.boolean(),
     oauthProviders: z.array(z.string()),
     billing: z.boolean().meta({ description: 'Whether billing through Stripe is enabled (checkout, billing portal, invoices); caps work either way.' }),
+    reportReceivers: z.array(z.enum(['ses', 'sendgrid', 'mailgun', 'postmark', 'resend'])).meta({
+      description:
+        'The delivery report receivers that are on: `ses` (POST /webhooks/sns) always, each provider (POST /webhooks/incoming/<provider>) ' +
+        'when its secret is set (README › Delivery reports by webhook).',
+    }),
     features: z.record(z.string(), z.boolean()),
     bounceMailbox: z.boolean().meta({ description: 'Whether the bounce mailbox is polled over IMAP (BOUNCE_MAILBOX_HOST; README › Bounce mailbox (IMAP)).' }),
   })
@@ -47,7 +54,14 @@ export function systemRoutes(routes: Routes, deps: ApiDeps): void {
     auth: 'none',
     responses: { 200: { description: 'Public configuration', schema: ConfigSchema } },
     handler: async () => ({
-      body: { signupEnabled: deps.config.signupEnabled, oauthProviders: oauthProviders(deps.config), billing: Boolean(deps.config.billing.stripe), features: { transactional: true }, bounceMailbox: Boolean(deps.config.bounceMailbox) },
+      body: {
+        signupEnabled: deps.config.signupEnabled,
+        oauthProviders: oauthProviders(deps.config),
+        billing: Boolean(deps.config.billing.stripe),
+        reportReceivers: reportReceivers(deps.config),
+        features: { transactional: true },
+        bounceMailbox: Boolean(deps.config.bounceMailbox),
+      },
     }),
   });
 

@@ -21,3 +21,31 @@ export const SnsResult = z
   })
   .meta({ id: 'SnsResult' });
 export type SnsResult = z.infer<typeof SnsResult>;
+
+/** The body exactly as the provider posts it (JSON); verified over its bytes, then parsed by the handler. */
+export const ProviderWebhookBody = z.string().meta({
+  description: "The provider's webhook request as it posts it (JSON). It is verified over its exact bytes, so it must reach this server unchanged.",
+});
+
+export const ProviderWebhookResult = z
+  .object({
+    received: z.number().int().min(0).meta({ description: 'Events in the request' }),
+    results: z.array(
+      z.object({
+        type: z.string().meta({ description: "The provider's name of the event (`delivered`, `bounce`, `Bounce/HardBounce`, `email.bounced`, ...)" }),
+        eventId: z.string().optional().meta({ description: "The provider's id of the event: it is applied once" }),
+        outcome: z.enum(['applied', 'unchanged', 'duplicate', 'unknown_email', 'not_sent_yet', 'ignored', 'invalid']).meta({
+          description:
+            '`applied`: the report changed the email or recorded events; `unchanged`: a genuine report with nothing to change; `duplicate`: ' +
+            'this event (or Mailgun token) was used before; `unknown_email`: no email of ours matches; `not_sent_yet`: the email is not ' +
+            'recorded as sent yet (the request then answers 503 for the provider to retry; the other events are applied); `ignored`: ' +
+            'an event type that is not used (opens, clicks, processed, ...); `invalid`: an event that could not be read (see `detail`), acknowledged.',
+        }),
+        emailId: z.string().optional(),
+        events: z.array(z.string()).meta({ description: 'Names of the events recorded' }),
+        detail: z.string().optional(),
+      }),
+    ),
+  })
+  .meta({ id: 'ProviderWebhookResult' });
+export type ProviderWebhookResult = z.infer<typeof ProviderWebhookResult>;

@@ -13,7 +13,7 @@ import { emailDomain } from '../contacts/email-address';
 import { DEFAULT_PROJECT_SETTINGS, type ProjectSettings } from '../projects/project.entity';
 import { assertSenderDomain } from '../domains/domain.service';
 import type { SecretBox } from '../domains/secret-box';
-import { dkimFor, isPermanentSmtpFailure, type SealedDkimKey, type SmtpError } from '../emails/delivery';
+import { dkimFor, isPermanentSmtpFailure, relayMessageIdSql, type SealedDkimKey, type SmtpError } from '../emails/delivery';
 import { suppressedReasonSql, upsertSuppressionsSql } from '../suppressions/suppression.repository';
 import { smtpRefusalSuppresses, suppressedError } from '../suppressions/suppression.service';
 import type { SuppressionReason } from '../suppressions/suppression.entity';
@@ -474,8 +474,8 @@ const CAMPAIGN_RECORD_SENT = statement(
   'campaign_record_sent',
   `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) as v(id, subject, mid, resp)),
   upd as (
-    update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp, error = null,
-      attempts = e.attempts + 1, sent_at = now(), updated_at = now()
+    update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp,
+      provider_message_id = ${relayMessageIdSql('v.resp')}, error = null, attempts = e.attempts + 1, sent_at = now(), updated_at = now()
     from v where e.id = v.id and e.status = 'QUEUED'
     returning 1
   ),

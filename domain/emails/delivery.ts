@@ -104,6 +104,13 @@ export function messageIdFor(emailId: string, fromEmail: string): string {
   return `<${emailId}@${emailDomain(fromEmail) || 'mailwright.local'}>`;
 }
 
+/**
+ * The relay's id of an accepted message, from its reply as an SQL expression over `reply`: the token after `queued as`
+ * (Postfix, SendGrid and most relays: `250 2.0.0 Ok: queued as 4dXk2`), else null. Stored with SENT
+ * (`emails.provider_message_id`) for provider reports that name the message only by it.
+ */
+export const relayMessageIdSql = (reply: string): string => `left(substring(${reply} from '(?i)queued as <?([A-Za-z0-9._@=+/-]+)'), 255)`;
+
 const DELIVERY_CLAIM = statement(
   'delivery_claim',
   `with claimed as (
@@ -239,7 +246,8 @@ const DELIVERY_RECORD_SENT = statement(
   'delivery_record_sent',
   `with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
   upd as (
-    update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
+    update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, provider_message_id = ${relayMessageIdSql('v.resp')}, error = null,
+      sent_at = now(), updated_at = now()
     from v where e.id = v.id
     returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
   )

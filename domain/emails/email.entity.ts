@@ -28,6 +28,11 @@ export const Email = defineEntity({
       name: 'emails_campaign_id_contact_id_unique',
       expression: 'create unique index "emails_campaign_id_contact_id_unique" on "emails" ("campaign_id", "contact_id") where "campaign_id" is not null',
     },
+    // Reports that name a message by the relay's id (domain/webhooks/provider-reports.ts); partial: most relays name none.
+    {
+      name: 'emails_provider_message_id_index',
+      expression: 'create index "emails_provider_message_id_index" on "emails" ("provider_message_id") where "provider_message_id" is not null',
+    },
   ],
   properties: {
     id: p.uuid().primary().onCreate(() => uuidv7()),
@@ -49,6 +54,8 @@ export const Email = defineEntity({
     workflowId: p.string().nullable(),
     messageId: p.string().nullable(),
     smtpResponse: p.text().nullable(),
+    /** The relay's id of the message, from its acceptance (`250 Ok: queued as <id>`); provider reports may name only it. */
+    providerMessageId: p.string().nullable(),
     error: p.text().nullable(),
     attempts: p.integer().default(0),
     sentAt: p.datetime().nullable(),

@@ -9,11 +9,21 @@ import { statement, type Sql } from '../db/sql';
  */
 
 /**
- * Who reported a delivery outcome: the relay's own SMTP reply while sending, a provider's report (Amazon SES), or
+ * Who reported a delivery outcome: the relay's own SMTP reply while sending, a provider's report (Amazon SES, or a
+ * relay's webhook: SendGrid, Mailgun, Postmark, Resend), or
  * mail that came back to the inbound server: a delivery status notification (`dsn`, RFC 3464 or a mail system's
  * text), a feedback report (`arf`, RFC 5965).
  */
-type ReportSource = 'smtp' | 'ses' | 'dsn' | 'arf';
+type ReportSource = 'smtp' | 'ses' | 'dsn' | 'arf' | ReportProvider;
+
+/** Relays whose webhooks post delivery reports (domain/webhooks/provider-reports.ts). */
+export type ReportProvider = 'sendgrid' | 'mailgun' | 'postmark' | 'resend';
+
+/** What a provider webhook adds to a report: the provider's ids of the event and of the message. */
+interface ProviderIds {
+  providerEventId?: string;
+  providerMessageId?: string;
+}
 
 /** What the inbound server adds to a report it took from mail (domain/inbound): the stored message it came in. */
 interface InboundReport {
@@ -39,7 +49,7 @@ export interface SystemEventData {
     processingTimeMillis?: number;
     timestamp?: string;
     sesMessageId?: string;
-  };
+  } & ProviderIds;
   'email.bounced': {
     source: ReportSource;
     /** `Permanent` ends the email as BOUNCED; `Transient` and `Undetermined` are recorded and the status stays. */
@@ -60,7 +70,8 @@ export interface SystemEventData {
     feedbackId?: string;
     timestamp?: string;
     sesMessageId?: string;
-  } & InboundReport;
+  } & InboundReport &
+    ProviderIds;
   'email.complained': {
     source: ReportSource;
     complaintFeedbackType?: string;
@@ -70,7 +81,8 @@ export interface SystemEventData {
     feedbackId?: string;
     timestamp?: string;
     sesMessageId?: string;
-  } & InboundReport;
+  } & InboundReport &
+    ProviderIds;
   /** A person answered the email (the inbound server received the reply). */
   'email.replied': { inboundId: string; from: string; subject: string; excerpt: string };
   /** An automatic answer to the email (RFC 3834 responders, out-of-office): never a bounce. */

@@ -120,8 +120,11 @@ describe('campaign send', () => {
     expect(header('list-id')).toBe(`List-Id: "Spring news" <${project.projectId}.campaigns.${domain}>`);
     expect(header('list-unsubscribe-post')).toBe('List-Unsubscribe-Post: List-Unsubscribe=One-Click');
     expect(header('list-unsubscribe')).toContain('/unsubscribe/');
-    const { rows } = await db().query(`select id, status, subject, html from emails where campaign_id = $1 and to_email = $2`, [id, emails[0]]);
-    expect(rows).toEqual([{ id: expect.any(String), status: 'SENT', subject: 'Hello F0', html: '' }]);
+    const { rows } = await db().query(`select id, status, subject, html, smtp_response, provider_message_id from emails where campaign_id = $1 and to_email = $2`, [id, emails[0]]);
+    // The relay's id of the message, from its reply (`250 Ok: queued as <id>`), for provider reports that name only it.
+    const queued = /queued as (\S+)$/.exec(rows[0].smtp_response)?.[1];
+    expect(queued).toBeDefined();
+    expect(rows).toEqual([{ id: expect.any(String), status: 'SENT', subject: 'Hello F0', html: '', smtp_response: expect.any(String), provider_message_id: queued }]);
     expect(mail!.messageId).toBe(`<${rows[0].id}@${domain}>`);
     await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-completed');
   });

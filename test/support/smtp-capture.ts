@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
 
@@ -41,6 +42,7 @@ export async function startSmtpCapture(): Promise<{
   const sockets = new Map<number, Socket>(); // by the client's port, to drop a session's connection
   let stallNext = 0;
   let seq = 0;
+  const queuePrefix = `Q${randomBytes(4).toString('hex').toUpperCase()}`;
   /** Whether this attempt of `address` is one its script fails (`<fault>-N-`: the first N attempts). */
   const scripted = (fault: string, local: string, address: string): boolean => {
     const m = new RegExp(`^${fault}-(\\d+)-`).exec(local);
@@ -78,14 +80,16 @@ export async function startSmtpCapture(): Promise<{
       stream.on('end', () => {
         if (rcpt.some((a) => a.toLowerCase().startsWith('bouncedata'))) return callback(smtpError(554, '5.7.1 Message rejected'));
         if (fault('tempdata')) return callback(smtpError(451, '4.7.1 Try again later'));
+        const id = String(++seq);
         messages.push({
-          id: String(++seq),
+          id,
           to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()),
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           raw: Buffer.concat(chunks),
           receivedAt: new Date().toISOString(),
         });
-        callback();
+        // Named as Postfix and SendGrid name an accepted message (emails.provider_message_id, provider-webhooks.test.ts).
+        callback(null, `Ok: queued as ${queuePrefix}${id}`);
       });
     },
   });

@@ -98,6 +98,10 @@ describe('request transactions', () => {
         'POST /segments/:id/compute',
         'POST /users/@me/projects/:id/checkout',
         'POST /users/@me/projects/:id/billing-portal',
+        'POST /webhooks/incoming/sendgrid',
+        'POST /webhooks/incoming/mailgun',
+        'POST /webhooks/incoming/postmark',
+        'POST /webhooks/incoming/resend',
       ].sort(),
     );
     expect(writes.filter((d) => d.transactional).length).toBeGreaterThan(40);

@@ -53,8 +53,8 @@ from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status
 -- campaign_record_sent
 with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) as v(id, subject, mid, resp)),
 upd as (
-  update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp, error = null,
-    attempts = e.attempts + 1, sent_at = now(), updated_at = now()
+  update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp,
+    provider_message_id = left(substring(v.resp from '(?i)queued as <?([A-Za-z0-9._@=+/-]+)'), 255), error = null, attempts = e.attempts + 1, sent_at = now(), updated_at = now()
   from v where e.id = v.id and e.status = 'QUEUED'
   returning 1
 ),

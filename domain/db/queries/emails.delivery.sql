@@ -43,7 +43,8 @@ update emails e set error = v.err, updated_at = now() from unnest($1::uuid[], $2
 -- delivery_record_sent
 with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[]) as v(id, mid, resp, event_id)),
 upd as (
-  update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, error = null, sent_at = now(), updated_at = now()
+  update emails e set status = 'SENT', message_id = v.mid, smtp_response = v.resp, provider_message_id = left(substring(v.resp from '(?i)queued as <?([A-Za-z0-9._@=+/-]+)'), 255), error = null,
+    sent_at = now(), updated_at = now()
   from v where e.id = v.id
   returning e.id, e.project_id, e.contact_id, v.mid, v.resp, v.event_id
 )
