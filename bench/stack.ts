@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { startInfrastructure, startTsProcess, waitForHttp } from '../scripts/services/stack';
+import { startInfrastructure, startTsProcess, waitForHttp, waitForWorker } from '../scripts/services/stack';
 import { freePort, waitForPort } from '../scripts/services/process';
 
 /** The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker. */
@@ -44,8 +44,10 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
   try {
     await waitForHttp(apiUrl, 60_000);
     if (inbound) await waitForPort('127.0.0.1', inboundPort, 60_000, 'the inbound SMTP server');
+    // A run never measures a worker still starting (it bundles its workflows first): every one of them polls.
+    if (workers.length) await waitForWorker(infra.env.TEMPORAL_ADDRESS!, 'mailwright', 120_000, workers.length);
   } catch (err) {
-    console.error(`the API did not start; see ${dataDir}/api.log`);
+    console.error(`the stack did not start; see the logs in ${dataDir}`);
     await stop();
     throw err;
   }
