@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import { api } from '../helpers/api';
-import { closeDb, db } from '../helpers/db';
-import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
-import { stackEnv } from '../stack-env';
-import { pooled } from '../helpers/pooled';
+import { db } from '../helpers/db';
+import type { TestProject } from '../helpers/fixtures';
+import { pooled, useFaultStack } from './support';
 
 /**
  * `kill -9` of the worker while 1,000 automation runs wait, then a new worker: every run must finish, every contact
@@ -41,17 +40,13 @@ const B_EVENT_DELAY_S = 30;
 const MIN_TIMER_HEADROOM_MS = 15_000;
 const TRACK_CONCURRENCY = 12;
 
+const f = useFaultStack('automation-kill');
 let project: TestProject;
 let domain: string;
 const call = (method: string, path: string, body?: unknown) => api(method, path, { key: project.secretKey, body });
 
-beforeAll(async () => {
-  project = await createTestProject('automation crash');
-  domain = uniqueDomain();
-  await addVerifiedDomain(project.projectId, domain);
-});
-afterAll(async () => {
-  await closeDb();
+beforeAll(() => {
+  ({ project, domain } = f);
 });
 
 async function ok(res: Awaited<ReturnType<typeof call>>, status: number) {
@@ -105,19 +100,10 @@ async function waitUntil(what: string, timeoutMs: number, check: () => Promise<b
   }
 }
 
-interface Captured {
-  id: string;
-  to: string[];
-}
-
 /** Every captured message to an address starting with `prefix`, with its subject: recipient -> subjects. */
 async function capturedSubjects(prefix: string): Promise<Map<string, string[]>> {
-  const all = (await (await fetch(`${stackEnv().mailboxUrl}/messages`)).json()) as Captured[];
-  const mine = all.filter((m) => m.to.some((to) => to.startsWith(prefix)));
-  const subjects = await pooled(mine, 16, async (m) => {
-    const raw = Buffer.from(await (await fetch(`${stackEnv().mailboxUrl}/messages/${m.id}/raw`)).arrayBuffer());
-    return (await simpleParser(raw)).subject ?? '';
-  });
+  const mine = f.capture.messages.filter((m) => m.to.some((to) => to.startsWith(prefix)));
+  const subjects = await pooled(mine, 16, async (m) => (await simpleParser(m.raw)).subject ?? '');
   const byRecipient = new Map<string, string[]>();
   mine.forEach((m, i) => {
     for (const to of m.to) if (to.startsWith(prefix)) byRecipient.set(to, [...(byRecipient.get(to) ?? []), subjects[i]!]);
@@ -212,8 +198,8 @@ test('kill -9 of the worker while 1,000 runs wait in DELAY and WAIT_FOR_EVENT: a
   //    in flight); the control answers once the new worker process is spawned.
   await trackAll(bRacing, Z);
   const killedAt = Date.now();
-  const restart = await fetch(`${stackEnv().workerControlUrl}/restart`, { method: 'POST' });
-  expect(restart.status).toBe(204);
+  await f.stack.kill('worker');
+  await f.stack.startWorker(false);
   const restartedAt = Date.now();
   const racingInDelayAtKill = (await inEventDelay()) - B_GROUPS.before;
 

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { closeDb, db } from '../helpers/db';
-import { addVerifiedDomain, createTestProject, uniqueDomain, type TestProject } from '../helpers/fixtures';
-import { stackEnv } from '../stack-env';
+import { receivedBy, useFaultStack } from './support';
 import { initOrm, type MikroORM } from '../../domain/orm';
 import { TemporalGateway } from '../../temporal/client';
 import { campaignRow, sendCampaign } from '../../domain/campaigns/campaign-steering';
@@ -14,42 +12,29 @@ import { campaignRow, sendCampaign } from '../../domain/campaigns/campaign-steer
 
 const RECIPIENTS = 20_000;
 
+const f = useFaultStack('campaign-kill');
 let orm: MikroORM;
 let gateway: TemporalGateway;
-let project: TestProject;
-let domain: string;
 
 beforeAll(async () => {
-  orm = await initOrm(stackEnv().databaseUrl, 2);
-  gateway = await TemporalGateway.connect({ address: stackEnv().temporalAddress, namespace: 'default', taskQueue: 'mailwright' });
-  project = await createTestProject();
-  domain = uniqueDomain();
-  await addVerifiedDomain(project.projectId, domain);
+  orm = await initOrm(f.stack.databaseUrl, 2);
+  gateway = await TemporalGateway.connect({ address: f.stack.temporalAddress, namespace: 'default', taskQueue: 'mailwright' });
 });
 afterAll(async () => {
-  await gateway.close();
-  await orm.close();
-  await closeDb();
+  await gateway?.close();
+  await orm?.close();
 });
 
-/** Messages the capture server received per envelope recipient, for addresses starting with `prefix`. */
-async function receivedByRecipient(prefix: string): Promise<Map<string, number>> {
-  const res = await fetch(`${stackEnv().mailboxUrl}/messages`);
-  const all = (await res.json()) as { to: string[] }[];
-  const counts = new Map<string, number>();
-  for (const m of all) for (const to of m.to) if (to.startsWith(prefix)) counts.set(to, (counts.get(to) ?? 0) + 1);
-  return counts;
-}
-
 test('kill -9 of the worker mid-campaign: after restart every recipient got the message, duplicates only from the messages in flight', async () => {
+  const { project, domain, db } = f;
   const tag = `crash${randomUUID().slice(0, 6)}`;
-  await db().query(
+  await db.query(
     `insert into contacts (id, project_id, email, subscribed, data)
      select gen_random_uuid(), $1, $2 || '-' || i || '@example.com', true, jsonb_build_object('tag', $2::text, 'n', i) from generate_series(1, $3) i`,
     [project.projectId, tag, RECIPIENTS],
   );
   const id = randomUUID();
-  await db().query(
+  await db.query(
     `insert into campaigns (id, project_id, name, subject, body, from_email, audience_type, audience_filter)
      values ($1, $2, 'Crash test', 'Issue {{ n }}', '<p>Hello {{ n }}</p>', $3, 'FILTERED', $4)`,
     [id, project.projectId, `news@${domain}`, JSON.stringify({ operator: 'AND', conditions: [{ field: 'data.tag', operator: 'equals', value: tag }] })],
@@ -57,14 +42,14 @@ test('kill -9 of the worker mid-campaign: after restart every recipient got the 
   await sendCampaign(orm.em.fork(), gateway, project.projectId, id);
 
   // Kill once a good part, but far from all, has been sent.
-  const sentNow = async () => (await db().query(`select count(*)::int as n from emails where campaign_id = $1 and status = 'SENT'`, [id])).rows[0].n as number;
+  const sentNow = async () => (await db.query(`select count(*)::int as n from emails where campaign_id = $1 and status = 'SENT'`, [id])).rows[0].n as number;
   const deadline = Date.now() + 120_000;
   while ((await sentNow()) < RECIPIENTS * 0.3) {
     if (Date.now() > deadline) throw new Error(`only ${await sentNow()} sent after 120 s`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const res = await fetch(`${stackEnv().workerControlUrl}/restart`, { method: 'POST' });
-  expect(res.status).toBe(204);
+  await f.stack.kill('worker');
+  await f.stack.startWorker(false);
   const sentAtKill = await sentNow();
 
   const end = Date.now() + 240_000;
@@ -72,7 +57,7 @@ test('kill -9 of the worker mid-campaign: after restart every recipient got the 
     if (Date.now() > end) throw new Error(`the campaign did not finish within 240 s of the restart (${await sentNow()} sent)`);
     await new Promise((r) => setTimeout(r, 250));
   }
-  const received = await receivedByRecipient(`${tag}-`);
+  const received = receivedBy(f.capture.messages, `${tag}-`);
   const counts = [...received.values()];
   const duplicates = counts.reduce((n, c) => n + c - 1, 0);
   const missing = RECIPIENTS - received.size;
@@ -81,6 +66,6 @@ test('kill -9 of the worker mid-campaign: after restart every recipient got the 
   // What can be in flight at a kill: per share, the SMTP transactions under way (2 x SMTP_POOL_SIZE) and the replies
   // not yet recorded (at most 200, or 15 ms worth); two shares.
   expect(duplicates).toBeLessThanOrEqual(2 * (2 * 5 + 200));
-  const stats = (await db().query('select audience, sent, failed, skipped from campaign_stats where campaign_id = $1', [id])).rows[0];
+  const stats = (await db.query('select audience, sent, failed, skipped from campaign_stats where campaign_id = $1', [id])).rows[0];
   expect(stats).toEqual({ audience: RECIPIENTS, sent: RECIPIENTS, failed: 0, skipped: 0 });
 }, 420_000);
