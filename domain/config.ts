@@ -136,6 +136,15 @@ const schema = z
     TEMPORAL_ADDRESS: z.string().default('127.0.0.1:7233'),
     TEMPORAL_NAMESPACE: z.string().default('default'),
     TEMPORAL_TASK_QUEUE: z.string().default('mailwright'),
+    // A Temporal frontend behind TLS (Temporal Cloud, or a cluster of your own): an API key, or a client certificate
+    // (mTLS); either turns TLS on, as does TEMPORAL_TLS=true (server certificate checked against the system's roots, or
+    // TEMPORAL_TLS_CA).
+    TEMPORAL_TLS: bool.default(false),
+    TEMPORAL_API_KEY: optionalText(z.string()),
+    TEMPORAL_TLS_CERT: optionalText(z.string()),
+    TEMPORAL_TLS_KEY: optionalText(z.string()),
+    TEMPORAL_TLS_CA: optionalText(z.string()),
+    TEMPORAL_TLS_SERVER_NAME: optionalText(z.string()),
     SMTP_URL: z.string().default('smtp://127.0.0.1:1025'),
     SMTP_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(5),
     JWT_SECRET: z.string().min(16).optional(),
@@ -305,6 +314,9 @@ const schema = z
     if (!env.POSTMARK_WEBHOOK_USER !== !env.POSTMARK_WEBHOOK_PASSWORD) {
       ctx.addIssue({ code: 'custom', path: [env.POSTMARK_WEBHOOK_USER ? 'POSTMARK_WEBHOOK_PASSWORD' : 'POSTMARK_WEBHOOK_USER'], message: 'POSTMARK_WEBHOOK_USER and POSTMARK_WEBHOOK_PASSWORD go together' });
     }
+    if (!env.TEMPORAL_TLS_CERT !== !env.TEMPORAL_TLS_KEY) {
+      ctx.addIssue({ code: 'custom', path: [env.TEMPORAL_TLS_CERT ? 'TEMPORAL_TLS_KEY' : 'TEMPORAL_TLS_CERT'], message: 'TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together' });
+    }
     if (!env.STRIPE_SECRET_KEY !== !env.STRIPE_WEBHOOK_SECRET) {
       ctx.addIssue({ code: 'custom', path: [env.STRIPE_SECRET_KEY ? 'STRIPE_WEBHOOK_SECRET' : 'STRIPE_SECRET_KEY'], message: 'STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET go together' });
     }
@@ -320,6 +332,16 @@ const schema = z
       if (env[key] && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: [key], message: 'has no effect without S3_BUCKET (uploads go to UPLOADS_DIR)' });
     }
   });
+
+/** Where the Temporal frontend is and how to reach it (temporal/connection.ts). */
+interface TemporalSettings {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  apiKey?: string;
+  /** Files of the client certificate pair and of the server's root CA; undefined: plain TCP (a dev server, a sidecar). */
+  tls?: { certFile?: string; keyFile?: string; caFile?: string; serverName?: string };
+}
 
 /** `SYSTEM_EMAIL_FROM`: `address` or `Name <address>`. */
 function systemSender(value: string): { name?: string; address: string } | undefined {
@@ -348,7 +370,16 @@ function buildConfig(env: z.infer<typeof schema>) {
     publicUrl,
     logLevel: env.LOG_LEVEL,
     database: { url: env.DATABASE_URL, poolMax: env.DATABASE_POOL_MAX },
-    temporal: { address: env.TEMPORAL_ADDRESS, namespace: env.TEMPORAL_NAMESPACE, taskQueue: env.TEMPORAL_TASK_QUEUE },
+    temporal: {
+      address: env.TEMPORAL_ADDRESS,
+      namespace: env.TEMPORAL_NAMESPACE,
+      taskQueue: env.TEMPORAL_TASK_QUEUE,
+      apiKey: env.TEMPORAL_API_KEY,
+      tls:
+        env.TEMPORAL_TLS || env.TEMPORAL_API_KEY || env.TEMPORAL_TLS_CERT
+          ? { certFile: env.TEMPORAL_TLS_CERT, keyFile: env.TEMPORAL_TLS_KEY, caFile: env.TEMPORAL_TLS_CA, serverName: env.TEMPORAL_TLS_SERVER_NAME }
+          : undefined,
+    } as TemporalSettings,
     smtp: { url: env.SMTP_URL, poolSize: env.SMTP_POOL_SIZE },
     // Development and test get a fixed secret so a restart keeps sessions; production refuses to start without one.
     jwtSecret: env.JWT_SECRET ?? DEV_SECRET,

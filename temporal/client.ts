@@ -11,6 +11,7 @@ import type { CampaignSendControl } from '../domain/campaigns/campaign-steering'
 import type * as workflows from './workflows';
 import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, BOUNCE_MAILBOX_SCHEDULE_ID, emailDeliveryStart, removeSignal, segmentComputeStart, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
 import type { ClosedRun } from '../domain/temporal-mirror';
+import { temporalConnectionOptions } from './connection';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
 const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
@@ -67,7 +68,7 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
    * is away serves what needs only the database, and answers 503 for what needs Temporal until it is back.
    */
   static async connect(cfg: Config['temporal']): Promise<TemporalGateway> {
-    const connection = Connection.lazy({ address: cfg.address });
+    const connection = Connection.lazy(temporalConnectionOptions(cfg));
     const client = new Client({ connection, namespace: cfg.namespace });
     return new TemporalGateway(client, connection, cfg.taskQueue);
   }

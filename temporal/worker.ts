@@ -16,6 +16,7 @@ import { EventDispatcher, DEFAULT_RETRY } from '../domain/events/event-dispatche
 import { enableProcessMetrics, sampleOutboxRows } from '../domain/metrics';
 import { databaseCheck, type HealthCheck } from '../domain/health';
 import { startMetricsServer } from '../api/metrics-server';
+import { temporalConnectionOptions } from './connection';
 
 /**
  * Bundles the workflow code in a short-lived child process (same Node flags, so the TypeScript loader too) and
@@ -45,7 +46,7 @@ export async function createWorker() {
   const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
   const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
   const renderPool = createRenderPool(cfg.campaigns.renderThreads);
-  const connection = await NativeConnection.connect({ address: cfg.temporal.address });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(cfg.temporal));
   const gateway = await TemporalGateway.connect(cfg.temporal);
   const worker = await Worker.create({
     connection,
