@@ -139,7 +139,7 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     method: 'post',
     path: '/webhook-endpoints/:id/test',
     summary: 'Send a `webhook.test` event to the endpoint',
-    description: 'Stored as a delivery (listed with the others) and sent at once, enabled or not, with the retries of any delivery.',
+    description: 'Stored as a delivery (listed with the others) and sent at once, with the retries of any delivery; a disabled endpoint\'s ends CANCELLED.',
     tags: TAGS,
     auth: 'secret',
     params: IdParams,

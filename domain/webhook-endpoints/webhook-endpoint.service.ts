@@ -206,7 +206,7 @@ export async function listDeliveries(
   return { ...page, data: page.data.map((d) => ({ ...d, attemptList: attempts.filter((a) => a.deliveryId === d.id) })) };
 }
 
-/** A `webhook.test` delivery to the endpoint (enabled or not: testing is how one checks a receiver before enabling it). */
+/** A `webhook.test` delivery to the endpoint (sent like any delivery: a disabled endpoint's ends CANCELLED). */
 export async function createTestDelivery(em: EntityManager, projectId: string, endpointId: string): Promise<DeliveryRow> {
   const db = sql(em);
   await getEndpoint(db, projectId, endpointId);

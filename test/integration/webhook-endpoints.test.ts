@@ -185,3 +185,36 @@ test('rotation: the new secret is shown once and, for the grace period, deliveri
   expect(verify(ep.secret, r)).toBe(true);
   expect(r.headers['webhook-id']).toBe(test.webhookId);
 });
+
+test('an endpoint whose every attempt fails for WEBHOOK_ENDPOINT_DISABLE_AFTER (3 s here) is disabled; its delivery ends CANCELLED; enabling clears it', async () => {
+  const event = `doomed_${tag()}`;
+  const ep = await endpoint({ eventTypes: [event] });
+  script.set(ep.path, Array<number>(50).fill(503));
+  expectStatus(await call('POST', '/v1/track', { email: `doomed-${tag()}@example.com`, event }), 200);
+  const disabled = await waitFor(
+    'the endpoint disabled',
+    async () => {
+      const e = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}`), 200);
+      return e.enabled ? undefined : e;
+    },
+    40_000,
+  );
+  expect(disabled.disabledReason).toMatch(/^Every attempt failed since \d{4}-\d\d-\d\dT/);
+  expect(disabled.failingSince).not.toBeNull();
+  expect(at(ep.path).length).toBeGreaterThanOrEqual(2);
+  const delivery = await waitFor(
+    'the delivery cancelled',
+    async () => {
+      const d = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`), 200).data[0];
+      return d?.status === 'CANCELLED' ? d : undefined;
+    },
+    40_000,
+  );
+  expect(delivery.attemptList.length).toBeGreaterThanOrEqual(2);
+  expect(delivery.attemptList.every((a: { succeeded: boolean; responseCode: number }) => !a.succeeded && a.responseCode === 503)).toBe(true);
+  const calls = at(ep.path).length;
+  expect(calls).toBe(delivery.attemptList.length);
+
+  const enabled = expectStatus(await call('PATCH', `/webhook-endpoints/${ep.id}`, { enabled: true }), 200);
+  expect(enabled).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
+});
