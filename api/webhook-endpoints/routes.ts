@@ -3,6 +3,7 @@ import type { ApiDeps } from '../context';
 import { errorResponses, IdParams } from '../common.schema';
 import { cursorListSchema } from '../presenters/contact.presenter';
 import { WebhookDeliverySchema, WebhookEndpointSchema, WebhookEndpointWithSecretSchema, presentDelivery, presentEndpoint } from '../presenters/webhook-endpoint.presenter';
+import { registerWebhookPayloads } from './payloads';
 import { CreateWebhookEndpointBody, DeliveryParams, ListWebhookDeliveriesQuery, ListWebhookEndpointsQuery, UpdateWebhookEndpointBody } from './schema';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { sql } from '../../domain/db/sql';
@@ -35,6 +36,7 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     allowedNetworks: deps.config.automations.webhookAllowedNetworks,
   };
   const graceHours = SECRET_ROTATION_GRACE_MS / 3_600_000;
+  registerWebhookPayloads(routes.registry);
 
   routes.add({
     method: 'post',

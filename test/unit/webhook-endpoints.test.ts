@@ -1,4 +1,8 @@
 import { createHmac } from 'node:crypto';
+import { buildRoutes } from '../../api/app';
+import type { ApiDeps } from '../../api/context';
+import { openApiDocument } from '../../api/system/routes';
+import { loadConfig } from '../../domain/config';
 import { endpointUrlProblem } from '../../domain/webhook-endpoints/webhook-endpoint.service';
 import { eventPayload, newEndpointSecret, standardWebhookHeaders, webhookTypeOf } from '../../domain/webhook-endpoints/standard-webhooks';
 
@@ -69,5 +73,19 @@ describe('endpoint URLs (the SSRF guard of WEBHOOK steps)', () => {
     const problem = endpointUrlProblem(url, policy);
     if (expected === null) expect(problem).toBeNull();
     else expect(problem).toMatch(expected);
+  });
+});
+
+describe('the OpenAPI document', () => {
+  test('lists a `webhooks` payload for every event type an endpoint can receive, and webhook.test', () => {
+    const deps = { config: loadConfig({ DATABASE_URL: 'postgres://unused/webhooks', NODE_ENV: 'test' }) } as ApiDeps;
+    const doc = openApiDocument(buildRoutes(deps), deps) as { webhooks?: Record<string, { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> } } }>; components: { schemas: Record<string, any> } };
+    const types = ['email.sent', 'email.delivered', 'email.opened', 'email.clicked', 'email.bounced', 'email.complained', 'email.replied', 'email.auto_replied', 'contact.subscribed', 'contact.unsubscribed', 'segment.{slug}.entry', 'segment.{slug}.exit', '{tracked event name}', 'webhook.test'];
+    expect(Object.keys(doc.webhooks ?? {})).toEqual(expect.arrayContaining(types));
+    const ref = doc.webhooks!['email.sent']!.post.requestBody.content['application/json']!.schema.$ref;
+    const schema = doc.components.schemas[ref.split('/').pop()!];
+    expect(schema.required).toEqual(['type', 'timestamp', 'data']);
+    expect(schema.properties.type).toMatchObject({ enum: ['email.sent'] });
+    expect(schema.properties.data.properties.properties.required).toEqual(['messageId', 'response']);
   });
 });
