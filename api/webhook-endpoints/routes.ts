@@ -7,6 +7,7 @@ import { registerWebhookPayloads } from './payloads';
 import { CreateWebhookEndpointBody, DeliveryParams, ListWebhookDeliveriesQuery, ListWebhookEndpointsQuery, UpdateWebhookEndpointBody } from './schema';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { sql } from '../../domain/db/sql';
+import { serviceUnavailable } from '../../domain/errors';
 import { webhookIdOf } from '../../domain/webhook-endpoints/standard-webhooks';
 import {
   SECRET_ROTATION_GRACE_MS,
@@ -23,6 +24,15 @@ import {
 } from '../../domain/webhook-endpoints/webhook-endpoint.service';
 
 const TAGS = ['Webhook endpoints'];
+
+/** The delivery is stored (and listed); without Temporal it is not on its way: say so, and that a retry sends it. */
+async function startOr503(start: () => Promise<unknown>): Promise<void> {
+  try {
+    await start();
+  } catch {
+    throw serviceUnavailable('The delivery is stored but could not be started (Temporal is unavailable); send it with POST .../deliveries/:deliveryId/retry');
+  }
+}
 
 /**
  * The project's own receivers of its events (README › Webhooks out), under `/webhook-endpoints`: `/webhooks/...` is
@@ -148,7 +158,7 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     responses: { 202: { description: 'The delivery, on its way', schema: WebhookDeliverySchema }, ...errorResponses(401, 404, 422, 503) },
     handler: async ({ ctx, params, principal, afterCommit }) => {
       const d = await createTestDelivery(ctx.state.em, principal.projectId, params.id);
-      afterCommit(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id] }));
+      afterCommit(() => startOr503(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id] })));
       return { status: 202, body: presentDelivery(d, webhookIdOf(d.id)) };
     },
   });
@@ -165,7 +175,7 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     handler: async ({ ctx, params, principal, afterCommit }) => {
       const d = await retryDelivery(ctx.state.em, principal.projectId, params.id, params.deliveryId);
       afterCommit(() =>
-        deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id], suffix: `retry/${ctx.state.requestId}` }),
+        startOr503(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id], suffix: `retry/${ctx.state.requestId}` })),
       );
       return { status: 202, body: presentDelivery(d, webhookIdOf(d.id)) };
     },
