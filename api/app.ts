@@ -27,6 +27,7 @@ import { webhookRoutes } from './webhooks/routes';
 import { uploadRoutes } from './uploads/routes';
 import { billingRoutes } from './billing/routes';
 import { suppressionRoutes } from './suppressions/routes';
+import { webhookEndpointRoutes } from './webhook-endpoints/routes';
 
 /**
  * Every route of the API, registered once. Registration reads only `deps.config`; handlers use the rest when they run
@@ -34,7 +35,7 @@ import { suppressionRoutes } from './suppressions/routes';
  */
 export function buildRoutes(deps: ApiDeps): Routes {
   const routes = new Routes(deps);
-  for (const register of [systemRoutes, authRoutes, userRoutes, projectRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, activityRoutes, analyticsRoutes, reputationRoutes, suppressionRoutes, uploadRoutes, billingRoutes, docsRoutes]) register(routes, deps);
+  for (const register of [systemRoutes, authRoutes, userRoutes, projectRoutes, sendRoutes, emailRoutes, verifyRoutes, trackRoutes, contactJobRoutes, contactRoutes, eventRoutes, domainRoutes, segmentRoutes, templateRoutes, campaignRoutes, automationRoutes, activityRoutes, analyticsRoutes, reputationRoutes, suppressionRoutes, webhookEndpointRoutes, uploadRoutes, billingRoutes, docsRoutes]) register(routes, deps);
   publicRoutes(routes, deps); // unauthenticated: open pixel, click redirects, subscription pages
   webhookRoutes(routes, deps); // unauthenticated: infrastructure callbacks, verified by their signatures
   return routes;

@@ -229,6 +229,7 @@ const schema = z
       })
       .default([]),
     WEBHOOK_TIMEOUT: duration(100).default(10_000),
+    WEBHOOK_ENDPOINT_DISABLE_AFTER: duration(1_000).default(48 * 3_600_000),
     CAMPAIGN_RETRY_DELAYS: z
       .string()
       .transform((v, ctx) => {
@@ -496,6 +497,11 @@ function buildConfig(env: z.infer<typeof schema>) {
       webhookAllowedNetworks: env.WEBHOOK_ALLOWED_NETWORKS,
       /** How long one WEBHOOK call may take before it counts as a (retryable) failure. */
       webhookTimeoutMs: env.WEBHOOK_TIMEOUT,
+    },
+    /** Webhooks out (domain/webhook-endpoints): calls share the WEBHOOK step's SSRF guard and timeout (`automations`). */
+    webhooksOut: {
+      /** An endpoint whose every attempt failed for this long is disabled. */
+      disableAfterMs: env.WEBHOOK_ENDPOINT_DISABLE_AFTER,
     },
     /** Scheduled recomputes of tracked segments (domain/segments/segment-compute.ts). */
     segments: {

@@ -10,6 +10,7 @@ import { campaignStatsConsumer } from './campaigns/campaign-stats';
 import { analyticsConsumer } from './analytics/analytics-consumer';
 import { createAutomationConsumer, type AutomationTriggerControl } from './automations/automation-consumer';
 import { registerAutomationUsage } from './automations/automation-usage';
+import { createWebhookOutConsumer, type WebhookDeliveryControl } from './webhook-endpoints/webhook-out-consumer';
 
 /**
  * Everything features plug into each other, built once at start-up by the API (api/server.ts) and the worker
@@ -33,6 +34,8 @@ export function buildRegistry(
   deps: {
     /** The Temporal client the automations consumer starts and signals runs with (the worker's; the API dispatches nothing). */
     automationControl?: () => Promise<AutomationTriggerControl>;
+    /** The Temporal client the webhooks-out consumer starts delivery batches with (the worker's). */
+    webhookControl?: () => Promise<WebhookDeliveryControl>;
   } = {},
 ): Registry {
   if (built) return built;
@@ -48,6 +51,9 @@ export function buildRegistry(
       deps.automationControl ??
         (() => Promise.reject(new Error('This process has no Temporal client for automations (only the worker dispatches events)'))),
     ),
+  );
+  consumers.register(
+    createWebhookOutConsumer(deps.webhookControl ?? (() => Promise.reject(new Error('This process has no Temporal client for webhook deliveries (only the worker dispatches events)')))),
   );
   if (cfg.events.probe) consumers.register(probeConsumer);
   built = { usage: usageRegistry, segmentGuards: segmentDeletionGuards, consumers };

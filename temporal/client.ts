@@ -73,6 +73,17 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     return new TemporalGateway(client, connection, cfg.taskQueue);
   }
 
+  /**
+   * One endpoint's batch of webhook deliveries (`webhook-delivery/<endpointId>/<first delivery id>`, ProjectId);
+   * `suffix` names a resend of the same deliveries (POST .../retry) apart from their first run.
+   */
+  async startWebhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[]; suffix?: string }): Promise<string> {
+    const id = workflowIds.webhookDelivery(input.endpointId, input.deliveryIds[0]!) + (input.suffix ? `/${input.suffix}` : '');
+    return this.startOnce('webhookDelivery', id, [{ projectId: input.projectId, endpointId: input.endpointId, deliveryIds: input.deliveryIds }], [
+      { key: SA.ProjectId, value: input.projectId },
+    ]);
+  }
+
   /** A delivery batch (`email-delivery/<first email id>`, ProjectId and EmailIds): the sweeper's restarts are the same start. */
   async startEmailDelivery(input: { projectId: string; emailIds: string[] }): Promise<string> {
     const spec = emailDeliveryStart(input);

@@ -110,7 +110,7 @@ function createEventDispatcher(workerConnection: () => NativeConnection | undefi
     });
     return gateway;
   };
-  return new EventDispatcher(cfg.database.url, buildRegistry(cfg, { automationControl }).consumers.list(), {
+  return new EventDispatcher(cfg.database.url, buildRegistry(cfg, { automationControl, webhookControl: automationControl }).consumers.list(), {
     pollIntervalMs: outbox.pollIntervalMs,
     batchSize: outbox.batchSize,
     retry: { ...DEFAULT_RETRY, maxAttempts: outbox.maxAttempts },

@@ -23,6 +23,8 @@ export const workflowIds = {
   inboundMail: (firstInboundId: string) => `inbound-mail/${firstInboundId}`,
   /** A project's reset: one at a time per project (a new run under the same id for each reset). */
   projectReset: (projectId: string) => `project-reset/${projectId}`,
+  /** One endpoint's batch of webhook deliveries, named after its first; a retry by the API adds `/retry-<attempts>`. */
+  webhookDelivery: (endpointId: string, firstDeliveryId: string) => `webhook-delivery/${endpointId}/${firstDeliveryId}`,
 };
 
 /** What every automation run id starts with (`automation/...`; a cancel-all's id does not). */

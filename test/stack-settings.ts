@@ -34,6 +34,8 @@ export const TEST_SERVICE_SETTINGS: Record<string, string> = {
   // other non-public address stays refused, which the SSRF test relies on.
   WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
   WEBHOOK_TIMEOUT: '2s',
+  // webhook-endpoints.test.ts: an endpoint whose every attempt failed for 3 s is disabled (two failed attempts, 5 s apart).
+  WEBHOOK_ENDPOINT_DISABLE_AFTER: '3s',
 };
 
 /** The sender of account emails (account-lifecycle.test.ts checks it); compose's SYSTEM_EMAIL_FROM variable. */

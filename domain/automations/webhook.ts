@@ -56,6 +56,11 @@ export interface WebhookRequest {
   now?: () => number;
   /** Tests only: answers DNS instead of the system resolver (dns.lookup, as any other connection of the process). */
   resolve?: WebhookResolver;
+  /**
+   * Another signature scheme: the headers that sign `body` at `timestampSec`, sent instead of the `Mailwright-*` ones
+   * (webhooks out sign per Standard Webhooks; `secret` and `idempotencyKey` are then the caller's business).
+   */
+  signatureHeaders?: (body: string, timestampSec: number) => Record<string, string>;
 }
 
 export interface WebhookResult {
@@ -342,7 +347,7 @@ function prepare(req: WebhookRequest): Prepared {
 
   const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > 2 ** 31 - 1) throw invalid('timeoutMs must be a positive number of milliseconds');
-  if (!req.secret) throw invalid('The webhook signing secret is empty');
+  if (!req.secret && !req.signatureHeaders) throw invalid('The webhook signing secret is empty');
   if (!req.idempotencyKey || req.idempotencyKey.length > MAX_IDEMPOTENCY_KEY_CHARS || !/^[\x21-\x7e]+$/.test(req.idempotencyKey)) {
     throw invalid(`The idempotency key must be 1 to ${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters`);
   }
@@ -366,9 +371,13 @@ function prepare(req: WebhookRequest): Prepared {
     'Content-Type': 'application/json',
     'Content-Length': String(size),
     'User-Agent': USER_AGENT,
-    [WEBHOOK_ID_HEADER]: req.idempotencyKey,
-    [WEBHOOK_TIMESTAMP_HEADER]: String(timestamp),
-    [WEBHOOK_SIGNATURE_HEADER]: signWebhook(req.secret, body, timestamp),
+    ...(req.signatureHeaders
+      ? req.signatureHeaders(body, timestamp)
+      : {
+          [WEBHOOK_ID_HEADER]: req.idempotencyKey,
+          [WEBHOOK_TIMESTAMP_HEADER]: String(timestamp),
+          [WEBHOOK_SIGNATURE_HEADER]: signWebhook(req.secret, body, timestamp),
+        }),
   };
   return { url, host, body, headers, timeoutMs };
 }

@@ -9,6 +9,7 @@ import { createAccountActivities } from './account.activities';
 import { createProjectResetActivities } from './project-reset.activities';
 import { createReputationActivities } from './reputation.activities';
 import { createInboundActivities } from './inbound.activities';
+import { createWebhookOutActivities } from './webhook-out.activities';
 
 /** All activities, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createProjectResetActivities(deps),
     ...createReputationActivities(deps),
     ...createInboundActivities(deps),
+    ...createWebhookOutActivities(deps),
   };
 }
 

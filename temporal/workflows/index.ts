@@ -14,3 +14,4 @@ export { projectReset } from './project-reset.workflow';
 export { reputationCheck } from './reputation-check.workflow';
 export { inboundMail } from './inbound-mail.workflow';
 export { bounceMailboxPoll } from './bounce-mailbox.workflow';
+export { webhookDelivery } from './webhook-delivery.workflow';

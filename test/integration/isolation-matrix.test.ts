@@ -59,6 +59,8 @@ interface World {
   fieldName: string;
   eventName: string;
   suppressedEmail: string;
+  webhookEndpointId: string;
+  webhookDeliveryId: string;
   /** Strings only B may ever be shown. */
   secrets: string[];
 }
@@ -93,6 +95,8 @@ const PARAMS: Record<string, ParamKind> = {
   'bulk/{jobId}': { kind: 'owned', value: (w) => w.bulkJobId },
   'uploads/{id}': { kind: 'owned', value: (w) => w.uploadId },
   'suppressions/{email}': { kind: 'owned', value: (w) => w.suppressedEmail },
+  'webhook-endpoints/{id}': { kind: 'owned', value: (w) => w.webhookEndpointId },
+  'deliveries/{deliveryId}': { kind: 'owned', value: (w) => w.webhookDeliveryId },
   'fields/{field}': { kind: 'name', value: (w) => w.fieldName },
   'events/{eventName}': { kind: 'name', value: (w) => w.eventName },
   'o/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
@@ -157,6 +161,7 @@ async function call(op: Operation, w: World, creds: { key?: string; cookie?: str
 const NOT_PROJECT_DATA: Record<string, string> = {
   mikro_orm_migrations: 'schema history',
   sns_messages: 'SNS message ids seen (replay protection), global',
+  provider_webhook_events: "relays' report event ids seen (replay protection), global; its varchar event_id is a provider's, not one of `events`",
   event_consumers: 'registered event consumers, global',
   rate_limit_windows: "request counts: B's own requests and a timed clean-up change them; they hold no data",
   event_outbox: "the dispatcher's queue: rows come and go as the worker delivers B's own events",
@@ -171,6 +176,7 @@ const NOT_PROJECT_DATA: Record<string, string> = {
 /** Tables whose link to a project goes through a column not named after the table it points at. */
 const LINKED: Record<string, string> = {
   automation_execution_steps: 'execution_id in (select id from automation_executions where project_id = $1)',
+  webhook_attempts: 'delivery_id in (select id from webhook_deliveries where project_id = $1)',
 };
 
 interface TablePlan {
@@ -361,6 +367,9 @@ async function buildWorld(): Promise<World> {
   const invitationId: string = invited.invitation.id;
   const suppressedEmail = `suppressed-${randomUUID().slice(0, 8)}@${domain}`;
   await ok(api('POST', '/suppressions', { key: b.secretKey, body: { emails: [suppressedEmail] } }), 200, 'suppression');
+  // Disabled, so nothing of B's is ever sent to it: its test delivery ends CANCELLED at once and the rows stay still.
+  const hook = await ok(api('POST', '/webhook-endpoints', { key: b.secretKey, body: { url: 'https://hooks.example.com/b', eventTypes: ['*'], enabled: false } }), 201, 'webhook endpoint');
+  const hookDelivery = await ok(api('POST', `/webhook-endpoints/${hook.id}/test`, { key: b.secretKey }), 202, 'webhook test');
   await settle(b.projectId);
   return {
     a,
@@ -384,7 +393,9 @@ async function buildWorld(): Promise<World> {
     fieldName,
     eventName,
     suppressedEmail,
-    secrets: [secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId, invitationId, suppressedEmail],
+    webhookEndpointId: hook.id,
+    webhookDeliveryId: hookDelivery.id,
+    secrets: [hook.id, hook.secret, hookDelivery.id, secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId, invitationId, suppressedEmail],
   };
 }
 

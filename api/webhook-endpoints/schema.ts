@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { IdCursor, Limit } from '../contacts/schema';
+import { NO_LINE_BREAKS } from '../validation';
+import { EVENT_NAME_RE } from '../../domain/events/event-names';
+import { WEBHOOK_DELIVERY_STATUSES } from '../../domain/webhook-endpoints/webhook-endpoint.entity';
+
+const EventTypes = z
+  .array(z.string().regex(EVENT_NAME_RE, 'an event type is 1-200 printable characters'))
+  .min(1, 'Give at least one event type (or `*`)')
+  .max(100, 'At most 100 event types')
+  .meta({
+    description:
+      'What it receives: `email.sent`, `email.delivered`, `email.opened`, `email.clicked`, `email.bounced`, `email.complained`, `email.failed`, ' +
+      '`email.replied`, `email.auto_replied`, `contact.subscribed`, `contact.unsubscribed`, `segment.<slug>.entry`, `segment.<slug>.exit`, ' +
+      'any tracked event name, or `*` for every event.',
+  });
+
+const Url = z.string().max(2048).meta({ description: 'https (http only for an internal receiver the SSRF guard allows).' });
+const Description = z.string().max(500).regex(new RegExp(NO_LINE_BREAKS), 'description cannot contain line breaks').nullable();
+
+export const CreateWebhookEndpointBody = z
+  .object({ url: Url, eventTypes: EventTypes, description: Description.optional(), enabled: z.boolean().optional().meta({ description: 'Default true.' }) })
+  .meta({ id: 'CreateWebhookEndpointRequest' });
+
+export const UpdateWebhookEndpointBody = z
+  .object({ url: Url.optional(), eventTypes: EventTypes.optional(), description: Description.optional(), enabled: z.boolean().optional() })
+  .meta({ id: 'UpdateWebhookEndpointRequest' });
+
+export const ListWebhookEndpointsQuery = z.object({ limit: Limit, cursor: IdCursor });
+
+export const ListWebhookDeliveriesQuery = z.object({ limit: Limit, cursor: IdCursor, status: z.enum(WEBHOOK_DELIVERY_STATUSES).optional() });
+
+export const DeliveryParams = z.object({ id: z.uuid({ error: 'Must be a UUID' }), deliveryId: z.uuid({ error: 'Must be a UUID' }) });

@@ -1,0 +1,98 @@
+import { sql } from '../db/sql';
+import { uuidv7 } from '../ids';
+import type { SecretBox } from '../domains/secret-box';
+import { callWebhook, WebhookError, type WebhookResult } from '../automations/webhook';
+import { endpointSecretContext, type AddressPolicy } from './webhook-endpoint.service';
+import { standardWebhookHeaders, webhookIdOf } from './standard-webhooks';
+import type { Pool } from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+export interface AttemptSettings extends AddressPolicy {
+  /** WEBHOOK_TIMEOUT: bound on one call (DNS, connect, request, answer). */
+  timeoutMs: number;
+  /** WEBHOOK_ENDPOINT_DISABLE_AFTER: an endpoint whose every attempt failed for this long is disabled. */
+  disableAfterMs: number;
+}
+
+/**
+ * What one attempt did: `done` (2xx, or nothing left to do: already delivered, the endpoint deleted or disabled),
+ * `retry` (a failure worth another attempt), `failed` (one that cannot succeed: a refused address, a redirect).
+ */
+export type AttemptOutcome = { outcome: 'done'; status?: number; skipped?: string } | { outcome: 'retry' | 'failed'; error: string; status?: number };
+
+interface Target {
+  status: string;
+  payload: unknown;
+  url: string;
+  enabled: boolean;
+  endpointId: string;
+  secret: string;
+  previousSecret: string | null;
+}
+
+/**
+ * Makes one HTTP attempt of a delivery and records it (webhook_attempts), with the delivery's status and the endpoint's
+ * failure streak: a success ends the streak, a failure starts it or, once it is older than `disableAfterMs`, disables
+ * the endpoint (its other deliveries then end CANCELLED at their next attempt).
+ */
+export async function attemptDelivery(source: EntityManager | Pool, box: SecretBox, settings: AttemptSettings, deliveryId: string): Promise<AttemptOutcome> {
+  const db = sql(source);
+  const t = await db.one<Target>(
+    `select d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
+            case when e.previous_secret_expires_at > now() then e.previous_secret end as "previousSecret"
+     from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where d.id = $1`,
+    [deliveryId],
+  );
+  if (!t) return { outcome: 'done', skipped: 'the endpoint or delivery was deleted' };
+  if (t.status === 'SUCCEEDED') return { outcome: 'done', skipped: 'delivered already' };
+  if (!t.enabled) {
+    await db.run(`update webhook_deliveries set status = 'CANCELLED', updated_at = now() where id = $1 and status = 'PENDING'`, [deliveryId]);
+    return { outcome: 'done', skipped: 'the endpoint is disabled' };
+  }
+  const secrets = [box.decrypt(t.secret, endpointSecretContext(t.endpointId))];
+  if (t.previousSecret) secrets.push(box.decrypt(t.previousSecret, endpointSecretContext(t.endpointId)));
+  const webhookId = webhookIdOf(deliveryId);
+
+  let result: WebhookResult | undefined;
+  let failure: WebhookError | undefined;
+  const started = Date.now();
+  try {
+    result = await callWebhook({
+      url: t.url,
+      secret: '',
+      payload: t.payload,
+      idempotencyKey: webhookId,
+      timeoutMs: settings.timeoutMs,
+      allowPrivateNetworks: settings.allowPrivateNetworks,
+      allowedNetworks: settings.allowedNetworks,
+      signatureHeaders: (body, ts) => standardWebhookHeaders(secrets, webhookId, ts, body),
+    });
+  } catch (err) {
+    failure = err instanceof WebhookError ? err : new WebhookError(String(err), 'NETWORK', true);
+  }
+  const status = result?.status ?? failure?.status ?? null;
+  await db.run(
+    `insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error) values ($1, $2, $3, $4, $5, $6, $7)`,
+    [uuidv7(), deliveryId, !failure, status, result?.durationMs ?? Date.now() - started, result?.responseSnippet ?? failure?.responseSnippet ?? null, failure?.message ?? null],
+  );
+  const final = failure ? (failure.retryable ? 'PENDING' : 'FAILED') : 'SUCCEEDED';
+  await db.run(`update webhook_deliveries set status = $2, attempts = attempts + 1, last_response_code = $3, updated_at = now() where id = $1`, [deliveryId, final, status]);
+  if (!failure) {
+    await db.run('update webhook_endpoints set failing_since = null where id = $1 and failing_since is not null', [t.endpointId]);
+    return { outcome: 'done', status: status ?? undefined };
+  }
+  await db.run(
+    `update webhook_endpoints set failing_since = coalesce(failing_since, now()),
+       enabled = case when failing_since < now() - $2 * interval '1 millisecond' then false else enabled end,
+       disabled_reason = case when failing_since < now() - $2 * interval '1 millisecond'
+         then 'Every attempt failed since ' || to_char(failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') else disabled_reason end
+     where id = $1`,
+    [t.endpointId, settings.disableAfterMs],
+  );
+  return { outcome: failure.retryable ? 'retry' : 'failed', error: failure.message, status: status ?? undefined };
+}
+
+/** A delivery whose retries ran out: FAILED (unless something else settled it meanwhile). */
+export async function giveUpDelivery(source: EntityManager | Pool, deliveryId: string): Promise<void> {
+  await sql(source).run(`update webhook_deliveries set status = 'FAILED', updated_at = now() where id = $1 and status = 'PENDING'`, [deliveryId]);
+}

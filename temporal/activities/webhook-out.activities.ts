@@ -1,0 +1,33 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { ActivityDeps } from './deps';
+import { SecretBox } from '../../domain/domains/secret-box';
+import { attemptDelivery, giveUpDelivery, type AttemptOutcome, type AttemptSettings } from '../../domain/webhook-endpoints/webhook-attempt';
+
+export function createWebhookOutActivities(deps: ActivityDeps) {
+  const box = new SecretBox(deps.config.appSecret); // unseals the endpoints' signing secrets
+  const settings: AttemptSettings = {
+    allowPrivateNetworks: deps.config.automations.webhookAllowPrivateNetworks,
+    allowedNetworks: deps.config.automations.webhookAllowedNetworks,
+    timeoutMs: deps.config.automations.webhookTimeoutMs,
+    disableAfterMs: deps.config.webhooksOut.disableAfterMs,
+  };
+  return {
+    /**
+     * One attempt of one delivery, recorded whatever its outcome. A failure worth retrying throws a retryable failure
+     * (the workflow's retry policy is the backoff); one that cannot succeed throws a non-retryable one.
+     */
+    async deliverWebhook(input: { deliveryId: string }): Promise<AttemptOutcome> {
+      const outcome = await attemptDelivery(deps.orm.em.fork(), box, settings, input.deliveryId);
+      if (outcome.outcome === 'retry') throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', details: [outcome] });
+      if (outcome.outcome === 'failed') throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', nonRetryable: true, details: [outcome] });
+      return outcome;
+    },
+
+    /** The delivery's retries ran out: it ends FAILED. */
+    async giveUpWebhookDelivery(input: { deliveryId: string }): Promise<void> {
+      await giveUpDelivery(deps.orm.em.fork(), input.deliveryId);
+    },
+  };
+}
+
+export type WebhookOutActivities = ReturnType<typeof createWebhookOutActivities>;

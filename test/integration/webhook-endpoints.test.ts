@@ -1,0 +1,220 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { api } from '../helpers/api';
+import { expectStatus, projectWithDomain } from '../helpers/automations';
+import { closeDb } from '../helpers/db';
+import { createTestProject, type TestProject } from '../helpers/fixtures';
+import { waitFor } from '../helpers/wait';
+
+/**
+ * Webhooks out on the real stack (README › Webhooks out): endpoints of a project receive its events, signed per
+ * Standard Webhooks and checked here by a verifier written from the specification; a failing receiver gets the same
+ * `webhook-id` again; attempts are listed; disabled endpoints and other projects' endpoints get nothing; the secret is
+ * shown once and a rotation signs with both secrets.
+ */
+
+interface Received {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+const received: Received[] = [];
+/** Answers to give, per path, before the default 200 (e.g. [500] fails the first request). */
+const script = new Map<string, number[]>();
+let server: http.Server;
+let base: string;
+let project: TestProject;
+let domain: string;
+let other: TestProject;
+const tag = () => randomUUID().slice(0, 8);
+const call = (method: string, path: string, body?: unknown, p = project) => api(method, path, { key: p.secretKey, body });
+
+/**
+ * A Standard Webhooks verifier: the signed content is `<webhook-id>.<webhook-timestamp>.<raw body>`, the key the bytes
+ * of the base64 after `whsec_`, and any space-separated `v1,<base64>` entry may match; the timestamp must be recent.
+ */
+function verify(secret: string, r: Received, toleranceSec = 300): boolean {
+  const id = r.headers['webhook-id'] as string | undefined;
+  const ts = r.headers['webhook-timestamp'] as string | undefined;
+  const sig = r.headers['webhook-signature'] as string | undefined;
+  if (!id || !ts || !sig || !/^\d+$/.test(ts) || Math.abs(Date.now() / 1000 - Number(ts)) > toleranceSec) return false;
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${ts}.${r.body}`).digest();
+  return sig.split(' ').some((entry) => {
+    const [version, value] = entry.split(',');
+    const given = Buffer.from(value ?? '', 'base64');
+    return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+  });
+}
+
+const at = (path: string) => received.filter((r) => r.path === path);
+const bodies = (path: string) => at(path).map((r) => JSON.parse(r.body) as { type: string; timestamp: string; data: Record<string, any> });
+
+async function endpoint(body: Record<string, unknown>, p = project): Promise<{ id: string; secret: string; path: string }> {
+  const path = `/ep/${tag()}`;
+  const created = expectStatus(await call('POST', '/webhook-endpoints', { url: `${base}${path}`, ...body }, p), 201);
+  return { id: created.id, secret: created.secret, path };
+}
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const path = req.url ?? '';
+      received.push({ path, headers: req.headers, body });
+      const status = script.get(path)?.shift() ?? 200;
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'thanks' : 'not now');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  ({ project, domain } = await projectWithDomain('webhooks-out'));
+  other = await createTestProject('webhooks-out-other');
+});
+afterAll(async () => {
+  server.close();
+  await closeDb();
+});
+
+test('the secret is shown once (creation), never by GET or the list; a refused URL is a 422', async () => {
+  const ep = await endpoint({ eventTypes: ['*'], description: 'shown once' });
+  expect(ep.secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+  expect(Buffer.from(ep.secret.slice(6), 'base64')).toHaveLength(32);
+  const got = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}`), 200);
+  expect(got).toMatchObject({ id: ep.id, eventTypes: ['*'], enabled: true, description: 'shown once' });
+  expect(JSON.stringify(got)).not.toContain(ep.secret.slice(6));
+  expect(got).not.toHaveProperty('secret');
+  const list = expectStatus(await call('GET', '/webhook-endpoints?limit=100'), 200);
+  expect(list.data.map((e: { id: string }) => e.id)).toContain(ep.id);
+  expect(JSON.stringify(list)).not.toContain(ep.secret.slice(6));
+  // Another project cannot see or change it.
+  expect((await call('GET', `/webhook-endpoints/${ep.id}`, undefined, other)).status).toBe(404);
+  expect((await call('PATCH', `/webhook-endpoints/${ep.id}`, { enabled: false }, other)).status).toBe(404);
+  // Only public https, or the loopback range this stack allows.
+  for (const url of ['http://10.0.0.1/hook', 'https://169.254.169.254/latest', 'http://hooks.example.com/in']) {
+    const res = await call('POST', '/webhook-endpoints', { url, eventTypes: ['*'] });
+    expect({ url, status: res.status, code: res.body?.error?.code }).toEqual({ url, status: 422, code: 'VALIDATION_ERROR' });
+  }
+  expect((await call('DELETE', `/webhook-endpoints/${ep.id}`)).status).toBe(204);
+  expect((await call('GET', `/webhook-endpoints/${ep.id}`)).status).toBe(404);
+});
+
+test('email.sent after /v1/send and a tracked event arrive signed (Standard Webhooks); disabled and other projects\' endpoints get nothing', async () => {
+  const event = `signed_up_${tag()}`;
+  const wanted = await endpoint({ eventTypes: ['email.sent', event] });
+  const disabled = await endpoint({ eventTypes: ['*'], enabled: false });
+  const foreign = await endpoint({ eventTypes: ['*'] }, other);
+  const to = `hooked-${tag()}@example.com`;
+  const sent = expectStatus(await call('POST', '/v1/send', { to, from: `hi@${domain}`, subject: 'Hooked', body: '<p>hi</p>' }), 200);
+  const emailId: string = sent.data.emails[0].email;
+  expectStatus(await call('POST', '/v1/track', { email: to, event, data: { plan: 'pro' } }), 200);
+
+  await waitFor('both events at the endpoint', async () => (at(wanted.path).length >= 2 ? true : undefined), 30_000);
+  const got = at(wanted.path);
+  for (const r of got) {
+    expect(verify(wanted.secret, r)).toBe(true);
+    expect(verify(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, r)).toBe(false);
+    expect(verify(wanted.secret, { ...r, body: r.body.replace('Hooked', 'Hacked') + ' ' })).toBe(false);
+    expect(r.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
+  }
+  const payloads = bodies(wanted.path);
+  expect(payloads.map((p) => p.type).sort()).toEqual(['email.sent', event].sort());
+  const sentPayload = payloads.find((p) => p.type === 'email.sent')!;
+  expect(sentPayload.data).toMatchObject({ emailId, contact: { email: to }, properties: { messageId: expect.any(String) } });
+  expect(new Date(sentPayload.timestamp).toISOString()).toBe(sentPayload.timestamp);
+  expect(payloads.find((p) => p.type === event)!.data).toMatchObject({ contact: { email: to }, emailId: null, properties: { plan: 'pro' } });
+
+  // The fan-out of one event to all of a project's endpoints happens together: give stragglers a moment anyway.
+  await new Promise((r) => setTimeout(r, 1_500));
+  expect(at(disabled.path)).toEqual([]);
+  expect(at(foreign.path)).toEqual([]);
+  expect(expectStatus(await call('GET', `/webhook-endpoints/${disabled.id}/deliveries`), 200).data).toEqual([]);
+  expect(expectStatus(await call('GET', `/webhook-endpoints/${foreign.id}/deliveries`, undefined, other), 200).data).toEqual([]);
+  // Nor can this project read the other's deliveries.
+  expect((await call('GET', `/webhook-endpoints/${foreign.id}/deliveries`)).status).toBe(404);
+});
+
+test('a receiver answering 500 gets the event again with the same webhook-id; both attempts are listed; retry resends it', async () => {
+  const event = `retried_${tag()}`;
+  const ep = await endpoint({ eventTypes: [event] });
+  script.set(ep.path, [500]);
+  expectStatus(await call('POST', '/v1/track', { email: `retry-${tag()}@example.com`, event }), 200);
+  await waitFor('the second attempt', async () => (at(ep.path).length >= 2 ? true : undefined), 40_000);
+  const [first, second] = at(ep.path);
+  expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
+  expect(second!.body).toBe(first!.body);
+  expect(verify(ep.secret, second!)).toBe(true);
+
+  const delivery = await waitFor(
+    'the delivery listed as succeeded',
+    async () => {
+      const d = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`), 200).data[0];
+      return d?.status === 'SUCCEEDED' ? d : undefined;
+    },
+    10_000,
+  );
+  expect(delivery).toMatchObject({ type: event, attempts: 2, lastResponseCode: 200, webhookId: first!.headers['webhook-id'] });
+  expect(delivery.attemptList).toEqual([
+    expect.objectContaining({ succeeded: false, responseCode: 500, responseBody: 'not now', durationMs: expect.any(Number) }),
+    expect.objectContaining({ succeeded: true, responseCode: 200, responseBody: 'thanks', error: null }),
+  ]);
+
+  expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/deliveries/${delivery.id}/retry`), 202);
+  await waitFor('the resend', async () => (at(ep.path).length >= 3 ? true : undefined), 20_000);
+  expect(at(ep.path)[2]!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
+  expect((await call('POST', `/webhook-endpoints/${ep.id}/deliveries/${delivery.id}/retry`, undefined, other)).status).toBe(404);
+});
+
+test('rotation: the new secret is shown once and, for the grace period, deliveries are signed with both secrets', async () => {
+  const ep = await endpoint({ eventTypes: ['email.sent'] });
+  const rotated = expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/rotate-secret`), 200);
+  expect(rotated.secret).toMatch(/^whsec_/);
+  expect(rotated.secret).not.toBe(ep.secret);
+  expect(Date.parse(rotated.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(23 * 3_600_000);
+
+  const test = expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/test`), 202);
+  expect(test).toMatchObject({ type: 'webhook.test', status: 'PENDING' });
+  await waitFor('the test event', async () => (at(ep.path).length >= 1 ? true : undefined), 20_000);
+  const r = at(ep.path)[0]!;
+  expect(JSON.parse(r.body)).toMatchObject({ type: 'webhook.test', data: { endpointId: ep.id } });
+  expect((r.headers['webhook-signature'] as string).split(' ')).toHaveLength(2);
+  expect(verify(rotated.secret, r)).toBe(true);
+  expect(verify(ep.secret, r)).toBe(true);
+  expect(r.headers['webhook-id']).toBe(test.webhookId);
+});
+
+test('an endpoint whose every attempt fails for WEBHOOK_ENDPOINT_DISABLE_AFTER (3 s here) is disabled; its delivery ends CANCELLED; enabling clears it', async () => {
+  const event = `doomed_${tag()}`;
+  const ep = await endpoint({ eventTypes: [event] });
+  script.set(ep.path, Array<number>(50).fill(503));
+  expectStatus(await call('POST', '/v1/track', { email: `doomed-${tag()}@example.com`, event }), 200);
+  const disabled = await waitFor(
+    'the endpoint disabled',
+    async () => {
+      const e = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}`), 200);
+      return e.enabled ? undefined : e;
+    },
+    40_000,
+  );
+  expect(disabled.disabledReason).toMatch(/^Every attempt failed since \d{4}-\d\d-\d\dT/);
+  expect(disabled.failingSince).not.toBeNull();
+  expect(at(ep.path).length).toBeGreaterThanOrEqual(2);
+  const delivery = await waitFor(
+    'the delivery cancelled',
+    async () => {
+      const d = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`), 200).data[0];
+      return d?.status === 'CANCELLED' ? d : undefined;
+    },
+    40_000,
+  );
+  expect(delivery.attemptList.length).toBeGreaterThanOrEqual(2);
+  expect(delivery.attemptList.every((a: { succeeded: boolean; responseCode: number }) => !a.succeeded && a.responseCode === 503)).toBe(true);
+  const calls = at(ep.path).length;
+  expect(calls).toBe(delivery.attemptList.length);
+
+  const enabled = expectStatus(await call('PATCH', `/webhook-endpoints/${ep.id}`, { enabled: true }), 200);
+  expect(enabled).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
+});
