@@ -109,7 +109,7 @@ const DelayConfig = z.object({ duration: Duration('duration') }).strict().meta({
 const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
 const PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})';
 /** http(s), a host name or IPv4 address (no credentials, no IPv6 literal), an optional port, then anything without spaces. */
-const WEBHOOK_URL = new RegExp(`^[Hh][Tt][Tt][Pp][Ss]?://${LABEL}(?:\\.${LABEL})*\\.?(?::${PORT})?(?:[/?#][^\\s]*)?$`);
+export const WEBHOOK_URL = new RegExp(`^[Hh][Tt][Tt][Pp][Ss]?://${LABEL}(?:\\.${LABEL})*\\.?(?::${PORT})?(?:[/?#][^\\s]*)?$`);
 
 const WaitForEventConfig = z
   .object({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { IdCursor, Limit } from '../contacts/schema';
 import { NO_LINE_BREAKS } from '../validation';
+import { WEBHOOK_URL } from '../automations/schema';
 import { EVENT_NAME_RE } from '../../domain/events/event-names';
 import { WEBHOOK_DELIVERY_STATUSES } from '../../domain/webhook-endpoints/webhook-endpoint.entity';
 
@@ -15,7 +16,11 @@ const EventTypes = z
       'any tracked event name, or `*` for every event.',
   });
 
-const Url = z.string().max(2048).meta({ description: 'https (http only for an internal receiver the SSRF guard allows).' });
+const Url = z
+  .string()
+  .max(2048)
+  .regex(WEBHOOK_URL, 'url must be an https URL to a host name or IPv4 address, without credentials')
+  .meta({ description: 'https (http only for an internal receiver the SSRF guard allows: WEBHOOK_ALLOWED_NETWORKS); an address the guard refuses is 422 `invalid_url`.' });
 const Description = z.string().max(500).regex(new RegExp(NO_LINE_BREAKS), 'description cannot contain line breaks').nullable();
 
 export const CreateWebhookEndpointBody = z

@@ -86,6 +86,12 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
     # header names are case-insensitive, so one given twice in other case is refused (JSON Schema compares exactly).
     ("POST /workflows/{id}/steps", 422, "VALIDATION_ERROR", frozenset({*FILTER_SEMANTICS, "invalid_url", "invalid_header"})):
         "filter semantics beyond its shape, a host that ends in a number and is no IPv4 address, or a header name twice",
+    # A webhook endpoint's URL: http only to a network the SSRF guard allows, never an address it refuses, and the URL
+    # parser's own rules (a host ending in a number must be an IPv4 address): server configuration, not the URL's shape.
+    ("POST /webhook-endpoints", 422, "VALIDATION_ERROR", frozenset({"invalid_url"})):
+        "http to a network the SSRF guard does not allow, a refused address, or a host the URL parser rejects",
+    ("PATCH /webhook-endpoints/{id}", 422, "VALIDATION_ERROR", frozenset({"invalid_url"})):
+        "http to a network the SSRF guard does not allow, a refused address, or a host the URL parser rejects",
     ("PATCH /workflows/{id}/steps/{stepId}", 422, "VALIDATION_ERROR", frozenset({*FILTER_SEMANTICS, "wrong_step_type"})):
         "filter semantics beyond its shape, or a config of another step type than the stored step's (server state)",
     ("DELETE /workflows/{id}/steps/{stepId}", 422, "VALIDATION_ERROR", frozenset({"ambiguous_splice"})):
