@@ -5,6 +5,7 @@ import { workflowTestEnv } from '../helpers/workflow-env';
 import type { CampaignActivities } from '../../temporal/activities/campaign.activities';
 import type { campaignSend } from '../../temporal/workflows/campaign-send.workflow';
 import type { PartitionResult } from '../../domain/campaigns/campaign-send';
+import { campaignShareQueue } from '../../temporal/definitions';
 
 /**
  * The campaign-send workflow's orchestration with activity doubles: the history stays bounded (continue-as-new with
@@ -47,13 +48,20 @@ async function run(partition: (call: PartitionCall) => Promise<PartitionResult>,
     workflowBundle: bundle,
     activities: {
       beginCampaignSend: async () => ({ state: 'started' as const, audience: 1000, partitions: opts.partitions ?? 2, retryDelaysMs: opts.retryDelaysMs ?? [50] }),
-      sendCampaignPartition: async (call: PartitionCall) => {
-        partitionCalls.push(call);
-        return partition(call);
-      },
       finishCampaignSend: async (call: FinishCall) => {
         finishCalls.push(call);
         return { status: call.outcome === 'completed' ? 'SENT' : call.outcome === 'cancelled' ? 'CANCELLED' : 'FAILED', settled: 0 };
+      },
+    },
+  });
+  // The shares have a task queue of their own, as the worker process polls it (temporal/worker.ts).
+  const shareWorker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: campaignShareQueue(taskQueue),
+    activities: {
+      sendCampaignPartition: async (call: PartitionCall) => {
+        partitionCalls.push(call);
+        return partition(call);
       },
     },
   });
@@ -64,9 +72,11 @@ async function run(partition: (call: PartitionCall) => Promise<PartitionResult>,
     args: [{ projectId: 'p', campaignId: 'c', scheduledFor: null }],
   });
   const outcome = await worker.runUntil(
-    handle.result().then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
+    shareWorker.runUntil(
+      handle.result().then(
+        (value) => ({ ok: true as const, value }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
     ),
   );
   const runs = await env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` });
