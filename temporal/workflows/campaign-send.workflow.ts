@@ -38,6 +38,11 @@ interface SendingState {
   retryDelaysMs: number[];
   audience: number;
   totals: { sent: number; skipped: number; rejected: number };
+  /**
+   * Sent at a rate (split evenly over the shares, so they must all send at once): its shares stay on the workflow's
+   * task queue, with no per-worker limit. Unset in runs begun before it existed.
+   */
+  throttled?: boolean;
 }
 
 interface CampaignSendResult {
@@ -88,10 +93,12 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
   // round this code runs; runs recorded before replay as they were.
   // There, a share can wait for a slot while another sends: a round waits for every call to end (a cancelled run
   // settles the rest only once no call sends), where Promise.all went on at the first failure or cancellation.
+  // A throttled campaign's shares stay on the workflow's queue: its rate is split over all its shares, which a share
+  // waiting for a slot would not send, and a slow share would hold a worker's slot for a whole round.
   let ownQueue: boolean | undefined;
-  const sendRound = <T,>(calls: (send: typeof sendShareOnWorkflowQueue) => Promise<T>[]): Promise<T[]> => {
+  const sendRound = <T,>(throttled: boolean, calls: (send: typeof sendShareOnWorkflowQueue) => Promise<T>[]): Promise<T[]> => {
     ownQueue ??= patched('campaign-shares-own-queue');
-    if (!ownQueue) return Promise.all(calls(sendShareOnWorkflowQueue));
+    if (!ownQueue || throttled) return Promise.all(calls(sendShareOnWorkflowQueue));
     return allOrFirstFailure(calls(proxyActivities<CampaignActivities>({ ...SHARE_CALL, taskQueue: campaignShareQueue(workflowInfo().taskQueue) }).sendCampaignPartition));
   };
   let wakes = 0;
@@ -128,6 +135,7 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
           retry: 0,
           retryDelaysMs: begun.retryDelaysMs,
           totals: { sent: 0, skipped: 0, rejected: 0 },
+          ...(begun.throttled ? { throttled: true } : {}),
         };
         break;
       }
@@ -142,7 +150,7 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
         continue;
       }
       const seen = wakes;
-      const results = await sendRound((send) =>
+      const results = await sendRound(state.throttled === true, (send) =>
         open.map((partition) => send({ campaignId, partition, partitions: state!.partitions, cursor: state!.cursors[partition]!, pass: state!.pass })),
       );
       const stopped = results.find((r) => r.stopped)?.stopped;

@@ -4,19 +4,18 @@ import { sharesByWorker } from '../../bench/shares';
 import { campaignState, lostAndDuplicated, receivedBy, seedContacts, sendTaggedCampaign, sleep, useFaultStack, waitUntil } from './support';
 
 /**
- * A campaign with two worker processes (`CAMPAIGN_PARTITIONS=2`, one share per worker at a time), throttled so that
- * both are mid-share when one of them gets `kill -9`. Checked: both workers were sending a share at once (each holds
+ * A campaign with two worker processes (`CAMPAIGN_PARTITIONS=2`, one share per worker at a time), unthrottled (a
+ * throttled campaign's shares are not limited per worker), large enough that both are mid-share when one of them gets
+ * `kill -9`. Checked: both workers were sending a share at once (each holds
  * one share's activity, and each share has recorded SENT rows), the survivor finishes the campaign (it sends the dead
  * worker's share after the heartbeat timeout), and every recipient gets the message once, except the messages in
  * flight at the kill (accepted by the relay, outcome not recorded), which may arrive twice and no more. Prints
  * `[fault worker-kill]`.
  */
 
-const RECIPIENTS = 6_000;
-/** Messages a second for the campaign (300 per share): about 10 s per share, so the kill lands mid-share. */
-const RATE = 600;
+const RECIPIENTS = 12_000;
 
-const f = useFaultStack('worker-kill', { CAMPAIGN_SEND_RATE: String(RATE), CAMPAIGN_PARTITIONS: '2', CAMPAIGN_SHARES_PER_WORKER: '1' });
+const f = useFaultStack('worker-kill', { CAMPAIGN_PARTITIONS: '2', CAMPAIGN_SHARES_PER_WORKER: '1' });
 
 test('two workers each send a share of a campaign; kill -9 of one mid-campaign: the other finishes it, every recipient once except the messages in flight at the kill (at most twice)', async () => {
   await f.stack.startSecondWorker();
@@ -73,7 +72,7 @@ test('two workers each send a share of a campaign; kill -9 of one mid-campaign: 
     const survivor = victim === 'worker' ? 'worker2' : 'worker';
     const shares = await sharesByWorker(f.stack.temporalAddress, id, pids);
     console.log(
-      `[fault worker-kill] campaign ${RECIPIENTS} recipients at ${RATE}/s, 2 shares, 2 workers; before the kill: holders ${JSON.stringify(before.holders)}, SENT per share ${JSON.stringify(before.sent)}; ` +
+      `[fault worker-kill] campaign ${RECIPIENTS} recipients, 2 shares, 2 workers; before the kill: holders ${JSON.stringify(before.holders)}, SENT per share ${JSON.stringify(before.sent)}; ` +
         `kill -9 of ${victim} ${((Date.now() - t0) / 1000).toFixed(1)} s in (${capturedAtKill.size} captured, ${recorded.size} recorded, ${inFlight.size} in flight); ` +
         `${end.status}, emails ${JSON.stringify(end.emails)}, stats ${JSON.stringify(stats)}; received distinct ${received.size}, lost ${lost}, duplicated ${duplicated} (max copies ${maxCopies}); ` +
         `completed share calls by worker ${JSON.stringify(shares)}`,

@@ -38,7 +38,7 @@ const round = (over: Partial<PartitionResult>): PartitionResult => ({
   ...over,
 });
 
-async function run(partition: (call: PartitionCall) => Promise<PartitionResult>, opts: { partitions?: number; retryDelaysMs?: number[] } = {}) {
+async function run(partition: (call: PartitionCall) => Promise<PartitionResult>, opts: { partitions?: number; retryDelaysMs?: number[]; log?: string[] } = {}) {
   const partitionCalls: PartitionCall[] = [];
   const finishCalls: FinishCall[] = [];
   const taskQueue = `test-${Math.random()}`;
@@ -50,6 +50,7 @@ async function run(partition: (call: PartitionCall) => Promise<PartitionResult>,
       beginCampaignSend: async () => ({ state: 'started' as const, audience: 1000, partitions: opts.partitions ?? 2, retryDelaysMs: opts.retryDelaysMs ?? [50] }),
       finishCampaignSend: async (call: FinishCall) => {
         finishCalls.push(call);
+        opts.log?.push(`finish ${call.outcome}`);
         return { status: call.outcome === 'completed' ? 'SENT' : call.outcome === 'cancelled' ? 'CANCELLED' : 'FAILED', settled: 0 };
       },
     },
@@ -130,6 +131,23 @@ describe('campaignSend workflow', () => {
     expect(outcome.ok).toBe(false);
     expect((outcome as { error: unknown }).error).toBeInstanceOf(WorkflowFailedError);
     expect(finishCalls).toEqual([{ campaignId: 'c', outcome: 'failed', reason: expect.stringContaining('the sky fell') }]);
+  });
+
+  test('a share that fails for good while another still sends: the campaign is settled only after that call ended', async () => {
+    const log: string[] = [];
+    const { outcome, finishCalls } = await run(
+      async (call) => {
+        if (call.partition === 0) throw ApplicationFailure.create({ nonRetryable: true, message: 'the sky fell' });
+        await new Promise((r) => setTimeout(r, 1_000));
+        log.push('share 1 ended');
+        return round({ sent: 5 });
+      },
+      { partitions: 2, log },
+    );
+    expect(outcome.ok).toBe(false);
+    expect(finishCalls).toEqual([{ campaignId: 'c', outcome: 'failed', reason: expect.stringContaining('the sky fell') }]);
+    // Settling while share 1 still sent would mark rows FAILED whose messages then went out.
+    expect(log).toEqual(['share 1 ended', 'finish failed']);
   });
 
   test('a share that finds the campaign CANCELLED ends the run with the rest cancelled', async () => {
