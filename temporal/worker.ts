@@ -59,7 +59,7 @@ export async function createWorker() {
     maxConcurrentWorkflowTaskExecutions: 100,
   });
   // Campaign shares on a queue of their own with a few slots per worker: a worker polls only while it holds fewer
-  // than CAMPAIGN_SHARES_PER_WORKER, so the other shares go to the other workers that poll (README: Campaigns).
+  // than CAMPAIGN_SHARES_PER_WORKER, so the other shares go to the other workers that poll (README: Production).
   const shareWorker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,

@@ -69,7 +69,7 @@ const SHARE_CALL = {
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 } as const;
-/** Runs recorded before the shares had a task queue of their own: on the workflow's queue (and eagerly dispatched). */
+/** Share calls on the workflow's queue: runs recorded before the shares had a queue of their own, and throttled campaigns. */
 const { sendCampaignPartition: sendShareOnWorkflowQueue } = proxyActivities<CampaignActivities>(SHARE_CALL);
 
 /** A paused or scheduled run re-reads its campaign at least this often, in case a wake-up signal was lost. */
@@ -88,8 +88,8 @@ const ROUNDS_PER_RUN = 200;
 export async function campaignSend(input: CampaignSendInput): Promise<CampaignSendResult> {
   const { campaignId } = input;
   // Shares go to their own task queue, where each worker holds at most CAMPAIGN_SHARES_PER_WORKER of them. On the
-  // workflow's queue (100 slots a worker, and eager dispatch to the worker completing the workflow task) one worker
-  // took every share and a second sent nothing (BENCHMARKS.md, campaign section). Decided, and recorded, at the first
+  // workflow's queue (100 slots and several polls a worker) which worker got a share was up to the server's matching,
+  // and one worker sometimes took every share (BENCHMARKS.md, campaign section). Decided, and recorded, at the first
   // round this code runs; runs recorded before replay as they were.
   // There, a share can wait for a slot while another sends: a round waits for every call to end (a cancelled run
   // settles the rest only once no call sends), where Promise.all went on at the first failure or cancellation.
