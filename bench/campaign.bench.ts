@@ -1,7 +1,8 @@
 // `npm run bench:campaign`: a campaign to every contact of a project (audience ALL), from `POST /campaigns/:id/send`
 // to SENT, through the real stack (embedded Postgres, Temporal dev server, API and worker processes) to a loopback
 // SMTP sink that accepts everything. Reports seconds, messages per second, CPU seconds per process, the worker's peak
-// RSS, and checks that the sink got every recipient exactly once. Loopback only; stops by itself.
+// RSS, which worker sent which share (from the workflow histories), and checks that the sink got every recipient
+// exactly once. Loopback only; stops by itself.
 // Options (env): RECIPIENTS (100000), WORKERS (worker processes, 1), BODY (campaign | html: the MJML newsletter of
 // bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS), any CAMPAIGN_* setting, SMTP_POOL_SIZE,
 // WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'), DKIM=1 (send from a domain created through the API,
@@ -11,6 +12,7 @@ import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
 import { freePort } from '../scripts/services/process';
 import { cpuByProcess, rssMb } from './proc';
 import { startTimingSink } from './smtp-sink';
+import { sharesByWorker } from './shares';
 
 const RECIPIENTS = Number(process.env.RECIPIENTS ?? 100_000);
 const WORKERS = Number(process.env.WORKERS ?? 1);
@@ -90,6 +92,8 @@ async function main() {
     const cpuAfter = cpuByProcess(pids);
     const stats = await call('GET', `/campaigns/${id}/stats`).catch((err: unknown) => ({ error: String(err) }));
     const counts = [...sink.arrivals.values()].map((a) => a.length);
+    const workerNames = Object.fromEntries(Object.entries(pids).filter(([k]) => k.startsWith('worker')).map(([k, pid]) => [pid, k]));
+    const shares = await sharesByWorker(stack.temporalAddress, id, workerNames).catch((err: unknown) => ({ error: String(err) }));
     const report = {
       date: new Date().toISOString().slice(0, 10),
       recipients: RECIPIENTS,
@@ -101,6 +105,8 @@ async function main() {
       cpuSeconds: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round((v - (cpuBefore[k] ?? 0)) * 10) / 10])),
       // The worker's resident memory: before the send, its maximum while sending (sampled every 250 ms), and its peak
       // since start (VmHWM, which includes bundling the workflow code at start-up).
+      // Per worker: the share calls (rounds) it completed, which shares, and the messages they sent (from the histories).
+      sharesByWorker: shares,
       workerRssMb: { beforeSend: idleRss, maxWhileSending: sendingRss, peakSinceStart: workerPids.map((pid) => rssMb(pid, 'VmHWM')) },
       sinkMessages: sink.messages(),
       distinctRecipients: sink.arrivals.size,

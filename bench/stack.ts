@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { startInfrastructure, startTsProcess, waitForHttp, waitForWorker } from '../scripts/services/stack';
 import { freePort, waitForPort } from '../scripts/services/process';
+import { campaignShareQueue } from '../temporal/definitions';
 
 /** The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker. */
 export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerNodeArgs?: string[]; workerEnv?: Record<string, string>; workers?: number; inbound?: boolean }) {
@@ -45,7 +46,10 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
     await waitForHttp(apiUrl, 60_000);
     if (inbound) await waitForPort('127.0.0.1', inboundPort, 60_000, 'the inbound SMTP server');
     // A run never measures a worker still starting (it bundles its workflows first): every one of them polls.
-    if (workers.length) await waitForWorker(infra.env.TEMPORAL_ADDRESS!, 'mailwright', 120_000, workers.length);
+    if (workers.length) {
+      await waitForWorker(infra.env.TEMPORAL_ADDRESS!, 'mailwright', 120_000, workers.length);
+      await waitForWorker(infra.env.TEMPORAL_ADDRESS!, campaignShareQueue('mailwright'), 60_000, workers.length, 'activity');
+    }
   } catch (err) {
     console.error(`the stack did not start; see the logs in ${dataDir}`);
     await stop();

@@ -215,6 +215,7 @@ const schema = z
     OUTBOX_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(1_000).default(12),
     CAMPAIGN_SEND_RATE: z.coerce.number().int().min(0).max(1_000_000).default(0),
     CAMPAIGN_PARTITIONS: z.coerce.number().int().min(1).max(64).default(2),
+    CAMPAIGN_SHARES_PER_WORKER: z.coerce.number().int().min(1).max(64).default(1),
     CAMPAIGN_CHUNK_SIZE: z.coerce.number().int().min(1).max(5_000).default(1000),
     CAMPAIGN_RENDER_THREADS: z.coerce.number().int().min(0).max(64).optional(),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
@@ -479,6 +480,11 @@ function buildConfig(env: z.infer<typeof schema>) {
       sendRate: env.CAMPAIGN_SEND_RATE,
       /** Parallel send activities per campaign, each over its own share of the recipients (spreads over workers). */
       partitions: env.CAMPAIGN_PARTITIONS,
+      /**
+       * Shares this worker sends at once (its slots on the shares task queue): a worker holding no more than this leaves
+       * the other shares to the other workers that poll, instead of taking them all.
+       */
+      sharesPerWorker: env.CAMPAIGN_SHARES_PER_WORKER,
       /** Recipients one send activity reads, renders and sends per round. */
       chunkSize: env.CAMPAIGN_CHUNK_SIZE,
       /**

@@ -17,6 +17,14 @@ export type WorkflowArgs<N extends WorkflowName> = Parameters<(typeof workflows)
 
 export { workflowIds };
 
+/**
+ * The task queue of campaign shares (`sendCampaignPartition`) beside a worker's task queue: polled by every worker
+ * with only CAMPAIGN_SHARES_PER_WORKER slots, so the shares of a campaign spread over the workers that poll.
+ */
+export function campaignShareQueue(taskQueue: string): string {
+  return `${taskQueue}-campaign-shares`;
+}
+
 /** What a start of workflow `N` is made of, wherever it is started from (the client, or a sweeper's `startChild`). */
 export interface StartSpec<N extends WorkflowName> {
   workflowId: string;

@@ -11,6 +11,7 @@ import { createSmtpTransport } from '../domain/mail/transport';
 import { createActivities } from './activities';
 import { createRenderPool } from '../domain/campaigns/render-pool';
 import { TemporalGateway } from './client';
+import { campaignShareQueue } from './definitions';
 import { buildRegistry } from '../domain/registry';
 import { EventDispatcher, DEFAULT_RETRY } from '../domain/events/event-dispatcher';
 import { enableProcessMetrics, sampleOutboxRows } from '../domain/metrics';
@@ -48,14 +49,24 @@ export async function createWorker() {
   const renderPool = createRenderPool(cfg.campaigns.renderThreads);
   const connection = await NativeConnection.connect(temporalConnectionOptions(cfg.temporal));
   const gateway = await TemporalGateway.connect(cfg.temporal);
+  const activities = createActivities({ orm, transport, config: cfg, renderPool, temporal: () => gateway });
   const worker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,
     taskQueue: cfg.temporal.taskQueue,
     workflowBundle: { codePath: bundle },
-    activities: createActivities({ orm, transport, config: cfg, renderPool, temporal: () => gateway }),
+    activities,
     maxConcurrentActivityTaskExecutions: 100,
     maxConcurrentWorkflowTaskExecutions: 100,
+  });
+  // Campaign shares on a queue of their own with a few slots per worker: a worker polls only while it holds fewer
+  // than CAMPAIGN_SHARES_PER_WORKER, so the other shares go to the other workers that poll (README: Production).
+  const shareWorker = await Worker.create({
+    connection,
+    namespace: cfg.temporal.namespace,
+    taskQueue: campaignShareQueue(cfg.temporal.taskQueue),
+    activities: { sendCampaignPartition: activities.sendCampaignPartition },
+    maxConcurrentActivityTaskExecutions: cfg.campaigns.sharesPerWorker,
   });
   const close = async () => {
     transport.close();
@@ -70,10 +81,25 @@ export async function createWorker() {
     temporal: (timeoutMs) => gateway.ping(timeoutMs),
     // Polling its task queue; INITIALIZED before run(), STOPPING/DRAINING on shutdown, FAILED after a fatal error.
     worker: async () => {
-      if (worker.getState() !== 'RUNNING') throw new Error(`worker state ${worker.getState()}`);
+      for (const w of [worker, shareWorker]) if (w.getState() !== 'RUNNING') throw new Error(`worker of ${w.options.taskQueue} state ${w.getState()}`);
     },
   };
-  return { worker, close, health, connection };
+  return { worker, shareWorker, close, health, connection };
+}
+
+/**
+ * Runs both workers until SIGINT/SIGTERM (the SDK's handlers shut down every worker of the process and drain their
+ * tasks). One that fails stops the other, so the process ends instead of half-serving.
+ */
+async function runWorkers(workers: Worker[]): Promise<void> {
+  const runs = workers.map((w) => w.run());
+  try {
+    await Promise.all(runs);
+  } catch (err) {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await Promise.allSettled(runs);
+    throw err;
+  }
 }
 
 /**
@@ -124,7 +150,7 @@ async function main() {
   await dispatcher.start();
   enableProcessMetrics();
   sampleOutboxRows(() => dispatcher.backlog());
-  const { worker, close, health, connection } = await createWorker();
+  const { worker, shareWorker, close, health, connection } = await createWorker();
   started.connection = connection;
   const metrics = await startWorkerMetrics(health);
   const gateway = await TemporalGateway.connect(config().temporal);
@@ -134,7 +160,7 @@ async function main() {
   await gateway.ensureBounceMailboxSchedule(config().bounceMailbox?.pollMs);
   await gateway.close();
   logger.info({ taskQueue: config().temporal.taskQueue }, 'worker started');
-  await worker.run(); // resolves after SIGINT/SIGTERM (the SDK installs the handlers and drains in-flight tasks)
+  await runWorkers([worker, shareWorker]);
   await metrics?.close();
   await dispatcher.stop();
   await close();

@@ -365,6 +365,12 @@ const CAMPAIGN_HEAD = statement(
   from campaigns c join projects p on p.id = c.project_id where c.id = $1`,
 );
 
+/** The campaign's send rate (messages a second, the project's setting or CAMPAIGN_SEND_RATE); 0: unthrottled. */
+export async function campaignSendRate(em: EntityManager, campaignId: string, config: Config): Promise<number> {
+  const head = await campaignHead(em, campaignId);
+  return head?.settings.campaignSendRate ?? config.campaigns.sendRate;
+}
+
 async function campaignHead(em: EntityManager, campaignId: string): Promise<CampaignHead | undefined> {
   const [row] = await sql(em).query<CampaignHead>(
     CAMPAIGN_HEAD,

@@ -130,13 +130,13 @@ export async function waitForHttp(url: string, timeoutMs: number): Promise<void>
 }
 
 /** Waits until `pollers` workers poll the task queue, so a caller never races the workers' start. */
-export async function waitForWorker(address: string, taskQueue: string, timeoutMs: number, pollers = 1): Promise<void> {
+export async function waitForWorker(address: string, taskQueue: string, timeoutMs: number, pollers = 1, type: 'workflow' | 'activity' = 'workflow'): Promise<void> {
   const connection = await Connection.connect({ address });
   const client = new Client({ connection });
   const deadline = Date.now() + timeoutMs;
   try {
     for (;;) {
-      const res = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: 1 });
+      const res = await client.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, taskQueueType: type === 'workflow' ? 1 : 2 });
       if (new Set((res.pollers ?? []).map((p) => p.identity)).size >= pollers) return;
       if (Date.now() > deadline) throw new Error(`Fewer than ${pollers} worker(s) polled ${taskQueue} within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 250));

@@ -4,7 +4,7 @@ import { SecretBox } from '../../domain/domains/secret-box';
 import { createRenderPool } from '../../domain/campaigns/render-pool';
 import { BillingGuard } from '../../domain/billing/billing.service';
 import { suppressCampaignRecipients } from '../../domain/campaigns/campaign-suppression';
-import { beginCampaignSend, sendCampaignPartition, settleCampaign, type BeginResult, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
+import { beginCampaignSend, campaignSendRate, sendCampaignPartition, settleCampaign, type BeginResult, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
 
 /** How long one partition call sends before it returns to the workflow (a round: a few history events). */
 const ROUND_MS = 60_000;
@@ -19,12 +19,14 @@ export function createCampaignActivities(deps: ActivityDeps) {
      */
     async beginCampaignSend(
       input: { campaignId: string },
-    ): Promise<Exclude<BeginResult, { state: 'started' }> | { state: 'started'; audience: number; partitions: number; retryDelaysMs: number[] }> {
+    ): Promise<Exclude<BeginResult, { state: 'started' }> | { state: 'started'; audience: number; partitions: number; retryDelaysMs: number[]; throttled: boolean }> {
       const em = deps.orm.em.fork();
       const begun = await beginCampaignSend(em, input.campaignId, new Date(), new BillingGuard(deps.config.billing));
-      if (begun.state === 'started') await suppressCampaignRecipients(em, input.campaignId);
+      if (begun.state !== 'started') return begun;
+      await suppressCampaignRecipients(em, input.campaignId);
       // The run's shape comes from this worker's configuration, recorded in the history with the result.
-      return begun.state === 'started' ? { ...begun, partitions: deps.config.campaigns.partitions, retryDelaysMs: deps.config.campaigns.retryDelaysMs } : begun;
+      const throttled = (await campaignSendRate(em, input.campaignId, deps.config)) > 0;
+      return { ...begun, partitions: deps.config.campaigns.partitions, retryDelaysMs: deps.config.campaigns.retryDelaysMs, throttled };
     },
 
     /**

@@ -6,6 +6,7 @@ import {
   ContinueAsNew,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -13,7 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import type { CampaignActivities } from '../activities/campaign.activities';
-import { campaignWakeSignal } from '../definitions';
+import { campaignShareQueue, campaignWakeSignal } from '../definitions';
 
 interface CampaignSendInput {
   projectId: string;
@@ -37,6 +38,11 @@ interface SendingState {
   retryDelaysMs: number[];
   audience: number;
   totals: { sent: number; skipped: number; rejected: number };
+  /**
+   * Sent at a rate (split evenly over the shares, so they must all send at once): its shares stay on the workflow's
+   * task queue, with no per-worker limit. Unset in runs begun before it existed.
+   */
+  throttled?: boolean;
 }
 
 interface CampaignSendResult {
@@ -57,12 +63,14 @@ const { beginCampaignSend, finishCampaignSend } = proxyActivities<CampaignActivi
 // One call sends a share for up to a round (see the activity); it heartbeats every chunk, so a killed worker is noticed
 // within the heartbeat timeout and the call is retried from the round's cursor on another (or the restarted) worker.
 // A cancelled run waits for its calls to stop at a chunk boundary before it settles the rest.
-const { sendCampaignPartition } = proxyActivities<CampaignActivities>({
+const SHARE_CALL = {
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '20 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+} as const;
+/** Share calls on the workflow's queue: runs recorded before the shares had a queue of their own, and throttled campaigns. */
+const { sendCampaignPartition: sendShareOnWorkflowQueue } = proxyActivities<CampaignActivities>(SHARE_CALL);
 
 /** A paused or scheduled run re-reads its campaign at least this often, in case a wake-up signal was lost. */
 const RECHECK = '1 hour';
@@ -79,6 +87,20 @@ const ROUNDS_PER_RUN = 200;
  */
 export async function campaignSend(input: CampaignSendInput): Promise<CampaignSendResult> {
   const { campaignId } = input;
+  // Shares go to their own task queue, where each worker holds at most CAMPAIGN_SHARES_PER_WORKER of them. On the
+  // workflow's queue (100 slots and several polls a worker) which worker got a share was up to the server's matching,
+  // and one worker sometimes took every share (BENCHMARKS.md, campaign section). Decided, and recorded, at the first
+  // round this code runs; runs recorded before replay as they were.
+  // There, a share can wait for a slot while another sends: a round waits for every call to end (a cancelled run
+  // settles the rest only once no call sends), where Promise.all went on at the first failure or cancellation.
+  // A throttled campaign's shares stay on the workflow's queue: its rate is split over all its shares, which a share
+  // waiting for a slot would not send, and a slow share would hold a worker's slot for a whole round.
+  let ownQueue: boolean | undefined;
+  const sendRound = <T,>(throttled: boolean, calls: (send: typeof sendShareOnWorkflowQueue) => Promise<T>[]): Promise<T[]> => {
+    ownQueue ??= patched('campaign-shares-own-queue');
+    if (!ownQueue || throttled) return Promise.all(calls(sendShareOnWorkflowQueue));
+    return allOrFirstFailure(calls(proxyActivities<CampaignActivities>({ ...SHARE_CALL, taskQueue: campaignShareQueue(workflowInfo().taskQueue) }).sendCampaignPartition));
+  };
   let wakes = 0;
   setHandler(campaignWakeSignal, () => {
     wakes++;
@@ -113,6 +135,7 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
           retry: 0,
           retryDelaysMs: begun.retryDelaysMs,
           totals: { sent: 0, skipped: 0, rejected: 0 },
+          ...(begun.throttled ? { throttled: true } : {}),
         };
         break;
       }
@@ -127,8 +150,8 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
         continue;
       }
       const seen = wakes;
-      const results = await Promise.all(
-        open.map((partition) => sendCampaignPartition({ campaignId, partition, partitions: state!.partitions, cursor: state!.cursors[partition]!, pass: state!.pass })),
+      const results = await sendRound(state.throttled === true, (send) =>
+        open.map((partition) => send({ campaignId, partition, partitions: state!.partitions, cursor: state!.cursors[partition]!, pass: state!.pass })),
       );
       const stopped = results.find((r) => r.stopped)?.stopped;
       results.forEach((r, i) => {
@@ -164,6 +187,14 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
     await CancellationScope.nonCancellable(() => finishCampaignSend({ campaignId, outcome: 'failed', reason: `The send failed: ${reason}` }));
     throw ApplicationFailure.create({ nonRetryable: true, type: 'CampaignSendFailed', message: reason });
   }
+}
+
+/** Every call's result once all have ended; the first failure (in call order) once all have ended, if any failed. */
+async function allOrFirstFailure<T>(calls: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(calls);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
 /** The innermost message of a failure chain (an ActivityFailure's own message only says that an activity failed). */

@@ -73,7 +73,7 @@ export function lostAndDuplicated(received: Map<string, number>, expected: strin
 }
 
 /** Contacts `<tag>-<i>@example.com` (tagged in data.tag) inserted directly: a campaign's audience. */
-async function seedContacts(db: Pool, projectId: string, tag: string, count: number): Promise<string[]> {
+export async function seedContacts(db: Pool, projectId: string, tag: string, count: number): Promise<string[]> {
   await db.query(
     `insert into contacts (id, project_id, email, subscribed, data)
      select gen_random_uuid(), $1, $2 || '-' || i || '@example.com', true, jsonb_build_object('tag', $2::text, 'n', i) from generate_series(1, $3) i`,

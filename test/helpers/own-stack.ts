@@ -6,6 +6,7 @@ import { startTemporalDevServer, type RunningTemporal } from '../../scripts/serv
 import { freePort, waitForPort, type ManagedProcess } from '../../scripts/services/process';
 import { startTsProcess, waitForHttp, waitForWorker } from '../../scripts/services/stack';
 import type { TestStackEnv } from '../stack-env';
+import { campaignShareQueue } from '../../temporal/definitions';
 
 /**
  * A stack of a test's own, each piece of which the test can kill, stop and start again: its own Postgres (a second
@@ -19,6 +20,8 @@ import type { TestStackEnv } from '../stack-env';
 export class OwnStack {
   api?: ManagedProcess;
   worker?: ManagedProcess;
+  /** A second worker process, started only by `startSecondWorker()` (tests of work spread over the workers). */
+  worker2?: ManagedProcess;
   /** The inbound SMTP server, started only by `startInbound()` (tests of mail that comes back). */
   inbound?: ManagedProcess;
   private postgres?: ManagedProcess;
@@ -165,6 +168,17 @@ export class OwnStack {
     if (wait) await waitForWorker(this.temporalAddress, 'mailwright', 180_000);
   }
 
+  /**
+   * Spawns a second worker (its own log, no metrics listener) and resolves once two workers poll the task queue and
+   * two the campaign shares' queue.
+   */
+  async startSecondWorker(): Promise<void> {
+    const env = { ...this.env, ...this.workerEnv, WORKER_METRICS_PORT: '0' };
+    this.worker2 = startTsProcess('worker-2', 'temporal/worker.ts', env, { logFile: path.join(this.dataDir, 'worker-2.log') });
+    await waitForWorker(this.temporalAddress, 'mailwright', 180_000, 2);
+    await waitForWorker(this.temporalAddress, campaignShareQueue('mailwright'), 60_000, 2, 'activity');
+  }
+
   /** Spawns the inbound SMTP server (api/inbound.ts) and resolves once it accepts connections. */
   async startInbound(): Promise<void> {
     this.inbound = startTsProcess('inbound', 'api/inbound.ts', this.env, { logFile: path.join(this.dataDir, 'inbound.log') });
@@ -172,7 +186,7 @@ export class OwnStack {
   }
 
   /** `kill -9`: no draining, no shutdown hooks. */
-  async kill(which: 'api' | 'worker' | 'inbound'): Promise<void> {
+  async kill(which: 'api' | 'worker' | 'worker2' | 'inbound'): Promise<void> {
     const proc = this[which];
     if (!proc) return;
     proc.child.kill('SIGKILL');
@@ -183,7 +197,7 @@ export class OwnStack {
   /** Stops everything; the folder (logs) stays with KEEP_TEST_DATA=1, or `remove` false. */
   async stop(remove = !process.env.KEEP_TEST_DATA): Promise<void> {
     await Promise.all(this.pools.map((p) => p.end().catch(() => undefined)));
-    await Promise.all([this.api?.stop(), this.worker?.stop(), this.inbound?.stop()]);
+    await Promise.all([this.api?.stop(), this.worker?.stop(), this.worker2?.stop(), this.inbound?.stop()]);
     await this.stopTemporal().catch((err: Error) => this.log(`temporal stop: ${err.message}`));
     await this.stopPostgres().catch((err: Error) => this.log(`postgres stop: ${err.message}`));
     if (remove) fs.rmSync(this.dataDir, { recursive: true, force: true });

@@ -5,6 +5,7 @@ import { workflowTestEnv } from '../helpers/workflow-env';
 import type { CampaignActivities } from '../../temporal/activities/campaign.activities';
 import type { campaignSend } from '../../temporal/workflows/campaign-send.workflow';
 import type { PartitionResult } from '../../domain/campaigns/campaign-send';
+import { campaignShareQueue } from '../../temporal/definitions';
 
 /**
  * The campaign-send workflow's orchestration with activity doubles: the history stays bounded (continue-as-new with
@@ -37,7 +38,7 @@ const round = (over: Partial<PartitionResult>): PartitionResult => ({
   ...over,
 });
 
-async function run(partition: (call: PartitionCall) => Promise<PartitionResult>, opts: { partitions?: number; retryDelaysMs?: number[] } = {}) {
+async function run(partition: (call: PartitionCall) => Promise<PartitionResult>, opts: { partitions?: number; retryDelaysMs?: number[]; log?: string[] } = {}) {
   const partitionCalls: PartitionCall[] = [];
   const finishCalls: FinishCall[] = [];
   const taskQueue = `test-${Math.random()}`;
@@ -47,13 +48,21 @@ async function run(partition: (call: PartitionCall) => Promise<PartitionResult>,
     workflowBundle: bundle,
     activities: {
       beginCampaignSend: async () => ({ state: 'started' as const, audience: 1000, partitions: opts.partitions ?? 2, retryDelaysMs: opts.retryDelaysMs ?? [50] }),
+      finishCampaignSend: async (call: FinishCall) => {
+        finishCalls.push(call);
+        opts.log?.push(`finish ${call.outcome}`);
+        return { status: call.outcome === 'completed' ? 'SENT' : call.outcome === 'cancelled' ? 'CANCELLED' : 'FAILED', settled: 0 };
+      },
+    },
+  });
+  // The shares have a task queue of their own, as the worker process polls it (temporal/worker.ts).
+  const shareWorker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue: campaignShareQueue(taskQueue),
+    activities: {
       sendCampaignPartition: async (call: PartitionCall) => {
         partitionCalls.push(call);
         return partition(call);
-      },
-      finishCampaignSend: async (call: FinishCall) => {
-        finishCalls.push(call);
-        return { status: call.outcome === 'completed' ? 'SENT' : call.outcome === 'cancelled' ? 'CANCELLED' : 'FAILED', settled: 0 };
       },
     },
   });
@@ -64,9 +73,11 @@ async function run(partition: (call: PartitionCall) => Promise<PartitionResult>,
     args: [{ projectId: 'p', campaignId: 'c', scheduledFor: null }],
   });
   const outcome = await worker.runUntil(
-    handle.result().then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
+    shareWorker.runUntil(
+      handle.result().then(
+        (value) => ({ ok: true as const, value }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
     ),
   );
   const runs = await env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` });
@@ -120,6 +131,23 @@ describe('campaignSend workflow', () => {
     expect(outcome.ok).toBe(false);
     expect((outcome as { error: unknown }).error).toBeInstanceOf(WorkflowFailedError);
     expect(finishCalls).toEqual([{ campaignId: 'c', outcome: 'failed', reason: expect.stringContaining('the sky fell') }]);
+  });
+
+  test('a share that fails for good while another still sends: the campaign is settled only after that call ended', async () => {
+    const log: string[] = [];
+    const { outcome, finishCalls } = await run(
+      async (call) => {
+        if (call.partition === 0) throw ApplicationFailure.create({ nonRetryable: true, message: 'the sky fell' });
+        await new Promise((r) => setTimeout(r, 1_000));
+        log.push('share 1 ended');
+        return round({ sent: 5 });
+      },
+      { partitions: 2, log },
+    );
+    expect(outcome.ok).toBe(false);
+    expect(finishCalls).toEqual([{ campaignId: 'c', outcome: 'failed', reason: expect.stringContaining('the sky fell') }]);
+    // Settling while share 1 still sent would mark rows FAILED whose messages then went out.
+    expect(log).toEqual(['share 1 ended', 'finish failed']);
   });
 
   test('a share that finds the campaign CANCELLED ends the run with the rest cancelled', async () => {
