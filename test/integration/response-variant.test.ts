@@ -12,6 +12,7 @@ interface Operation {
 let project: TestProject;
 let contactId: string;
 let workflowId: string;
+let endpointId: string;
 let listPaths: string[];
 
 /** The cursor lists, found in the document: GET operations whose earlier variant has `data.items` and `data.nextCursor`. */
@@ -25,7 +26,8 @@ function cursorLists(doc: { paths: Record<string, Record<string, Operation>>; co
     .map(([path]) => path);
 }
 
-const fill = (path: string) => path.replace('/users/@me/projects/{id}/', `/users/@me/projects/${project.projectId}/`).replace('{contactId}', contactId).replace('{field}', 'plan').replace('/workflows/{id}/', `/workflows/${workflowId}/`);
+const fill = (path: string) => path.replace('/users/@me/projects/{id}/', `/users/@me/projects/${project.projectId}/`).replace('{contactId}', contactId).replace('{field}', 'plan').replace('/workflows/{id}/', `/workflows/${workflowId}/`)
+    .replace('/webhook-endpoints/{id}/', `/webhook-endpoints/${endpointId}/`);
 
 beforeAll(async () => {
   project = await createTestProject('variants');
@@ -35,6 +37,8 @@ beforeAll(async () => {
   }
   await api('POST', '/templates', { key: project.secretKey, body: { name: 'T', subject: 'S', body: '<p>b</p>', type: 'TRANSACTIONAL' } });
   workflowId = (await api('POST', '/workflows', { key: project.secretKey, body: { name: 'W' } })).body.id;
+  // After the tracked events: the endpoint has no deliveries, and its list answers empty in both variants.
+  endpointId = (await api('POST', '/webhook-endpoints', { key: project.secretKey, body: { url: 'https://hooks.example.com/in', eventTypes: ['email.sent'] } })).body.id;
   listPaths = cursorLists((await api('GET', '/openapi.json')).body);
 });
 
