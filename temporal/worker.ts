@@ -8,6 +8,7 @@ import { config } from '../domain/config';
 import { initOrm } from '../domain/orm';
 import { logger } from '../domain/logger';
 import { createSmtpTransport } from '../domain/mail/transport';
+import { createSmtpPipelinePool } from '../domain/mail/smtp-pipeline';
 import { createActivities } from './activities';
 import { createRenderPool } from '../domain/campaigns/render-pool';
 import { TemporalGateway } from './client';
@@ -46,10 +47,11 @@ export async function createWorker() {
   const bundle = await bundleWorkflowsInChild();
   const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
   const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
+  const campaignSmtp = createSmtpPipelinePool(cfg.smtp.url, cfg.smtp.poolSize);
   const renderPool = createRenderPool(cfg.campaigns.renderThreads);
   const connection = await NativeConnection.connect(temporalConnectionOptions(cfg.temporal));
   const gateway = await TemporalGateway.connect(cfg.temporal);
-  const activities = createActivities({ orm, transport, config: cfg, renderPool, temporal: () => gateway });
+  const activities = createActivities({ orm, transport, campaignSmtp, config: cfg, renderPool, temporal: () => gateway });
   const worker = await Worker.create({
     connection,
     namespace: cfg.temporal.namespace,
@@ -70,6 +72,7 @@ export async function createWorker() {
   });
   const close = async () => {
     transport.close();
+    campaignSmtp.close();
     await renderPool.close();
     fs.rmSync(bundle, { force: true });
     await orm.close();

@@ -1,12 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql, transaction, statement } from '../db/sql';
-import type { Transporter } from 'nodemailer';
 import type { Config } from '../config';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { logger } from '../logger';
 import { emailOutcomes, type EmailOutcomeStatus } from '../metrics';
-import { sendMeasured } from '../mail/transport';
+import type { SmtpPipelinePool } from '../mail/smtp-pipeline';
 import { eventDataSql, insertEventsSql, sqlName } from '../events/event-writer';
 import { AppError, validationError } from '../errors';
 import { emailDomain } from '../contacts/email-address';
@@ -34,7 +33,7 @@ import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campai
  *   snapshot taken.
  * - `sendCampaignPartition` walks one share of the snapshot in contact order, a chunk at a time: it reads the chunk
  *   with each contact's current data and subscription, renders each message (the per-template work was done once by
- *   `prepareMessage`), sends it over the pooled SMTP transport and records the outcomes within milliseconds of each
+ *   `prepareMessage`), sends it over the pipelined SMTP connections (smtp-pipeline.ts) and records the outcomes within milliseconds of each
  *   SMTP reply. A row leaves QUEUED only when its outcome is recorded, and only one activity walks a share at a time,
  *   so a retried activity (a killed worker) sends again exactly the rows whose outcome was not recorded: the
  *   messages in flight at the crash, and those answered in the last few milliseconds. They carry the same
@@ -199,7 +198,8 @@ export interface PartitionResult {
 
 export interface SendEngineDeps {
   em: EntityManager;
-  transport: Transporter;
+  /** The worker's pipelined SMTP connections (campaign mail only: the rest goes through nodemailer's transport). */
+  smtp: SmtpPipelinePool;
   config: Config;
   secretBox: SecretBox;
   /** Where messages are rendered (worker threads, or inline). */
@@ -266,6 +266,12 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const sender = await senderDomain(deps, head.projectId, content.fromEmail);
   const spec = { ...renderSpec(deps.config, head, content), returnPathHost: sender.returnPathHost };
   const { dkim } = sender;
+  // Non-ASCII parts go as UTF-8 octets when the relay takes them (8BITMIME), not quoted-printable. A relay that cannot
+  // be reached now fails this round's sends as transient, as before.
+  const eightBit = await deps.smtp.capabilities().then(
+    (caps) => caps.has('8BITMIME'),
+    () => false,
+  );
   const rate = (head.settings.campaignSendRate ?? deps.config.campaigns.sendRate) / input.partitions;
   const throttle = rate > 0 ? new Throttle(rate) : null;
   // A throttled share reads about a second's worth per chunk, so a pause or cancel still takes effect within a second.
@@ -305,7 +311,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       const render = (i: number) => {
         const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? {} }));
         // The key names the return path too: a render thread keeps the prepared message per key across rounds.
-        const pending = deps.renderPool.render({ key: `${input.campaignId}/${spec.returnPathHost ?? ''}`, spec, dkim, recipients });
+        const pending = deps.renderPool.render({ key: `${input.campaignId}/${spec.returnPathHost ?? ''}`, spec, dkim, eightBit, recipients });
         pending.catch(() => undefined);
         return pending;
       };
@@ -326,7 +332,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
           }
           if (throttle) await throttle.take();
           while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
-          const p = deliver(deps.transport, message).then((o) => recorder.add(o));
+          const p = deliver(deps.smtp, message).then((o) => recorder.add(o));
           inFlight.add(p);
           void p.finally(() => inFlight.delete(p));
         }
@@ -422,12 +428,11 @@ function listId(name: string, projectId: string, domain: string): string {
   return `"${phrase}" <${projectId}.campaigns.${domain}>`;
 }
 
-/** One SMTP transaction over the pooled transport (the message was signed where it was rendered); its outcome, never a throw. */
-async function deliver(transport: Transporter, m: Extract<RenderedMessage, { raw: Buffer }>): Promise<Outcome> {
+/** One SMTP transaction over the pipelined connections (the message was signed where it was rendered); its outcome, never a throw. */
+async function deliver(smtp: SmtpPipelinePool, m: Extract<RenderedMessage, { wire: Buffer }>): Promise<Outcome> {
   try {
-    // The Message-ID given saves nodemailer making one of its own (random bytes) for a raw message that already has it.
-    const info = await sendMeasured(transport, { envelope: m.envelope, raw: m.raw, messageId: m.messageId });
-    return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: String(info.response ?? '') };
+    const sent = await smtp.send({ from: m.envelope.from, to: m.envelope.to, eightBit: m.eightBit, data: m.wire });
+    return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: sent.response };
   } catch (err) {
     const detail = (err as SmtpError).response ?? (err as Error).message;
     if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail, suppressed: smtpRefusalSuppresses(err as SmtpError) };

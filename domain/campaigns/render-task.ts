@@ -1,12 +1,12 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
-import { buildMime } from '../mail/mime';
+import { buildMime, wireMessage } from '../mail/mime';
 import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
 
 /**
- * Renders a batch of a campaign's messages to raw MIME: the CPU-heavy part of a send (Liquid, tracking, the text
- * part, MIME encoding, the DKIM signature). It runs in the worker's render threads (render-pool.ts) or, without
+ * Renders a batch of a campaign's messages to the bytes SMTP sends after DATA: the CPU-heavy part of a send (Liquid,
+ * tracking, the text part, MIME encoding, the DKIM signature, dot-stuffing). It runs in the worker's render threads (render-pool.ts) or, without
  * threads, inline; either way it is the same composer as every other message.
  */
 
@@ -17,6 +17,8 @@ export interface RenderTask {
   spec: MessageInput;
   /** The sender domain's key: each message is signed here, off the worker's main thread. */
   dkim?: DkimSigningKey;
+  /** The relay offers 8BITMIME: non-ASCII text parts go as UTF-8 octets (`8bit`) instead of quoted-printable. */
+  eightBit?: boolean;
   recipients: { id: string; contactId: string; email: string; data: Record<string, unknown> }[];
 }
 
@@ -24,12 +26,14 @@ interface MessageHead {
   id: string;
   subject: string;
   messageId: string;
-  envelope: { from: string; to: string[] };
+  envelope: { from: string; to: string };
+  /** Some part went as UTF-8 octets: MAIL FROM says BODY=8BITMIME. */
+  eightBit: boolean;
 }
 
 export type RenderedMessage =
-  /** `raw`: the whole message as it goes to SMTP. */
-  | (MessageHead & { raw: Buffer })
+  /** `wire`: the whole message as it goes to SMTP after DATA: signed, dot-stuffed, with the terminating `.` line. */
+  | (MessageHead & { wire: Buffer })
   /** This recipient's data makes the message invalid (e.g. too large once rendered): it is not sent. */
   | { id: string; invalid: string };
 
@@ -43,6 +47,9 @@ export interface PackedBatch {
 }
 
 const prepared = new Map<string, Promise<PreparedMessage>>();
+
+// eslint-disable-next-line no-control-regex -- the 7-bit range is what it leaves out
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /** Renders a batch into one buffer (what a thread and the inline pool both do). */
 export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
@@ -58,9 +65,10 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   const rendered = task.recipients.map((r): MessageHead | { id: string; invalid: string } => {
     try {
       const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data: r.data, emailId: r.id });
-      const mime = buildMime(mimeMessageOf(email));
-      raws.push(task.dkim ? signMessage(mime, task.dkim) : mime);
-      return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: email.envelope };
+      const mime = buildMime(mimeMessageOf(email), { eightBit: task.eightBit });
+      const signed = task.dkim ? signMessage(mime, task.dkim) : mime;
+      raws.push(wireMessage(signed));
+      return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: { from: email.envelope.from, to: r.email }, eightBit: task.eightBit === true && NON_ASCII.test(signed) };
     } catch (err) {
       if (err instanceof AppError) return { id: r.id, invalid: err.message };
       throw err;
@@ -82,7 +90,9 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
 
 /** The messages of a batch, each with its own view of the batch's bytes. */
 export function unpack(batch: PackedBatch): RenderedMessage[] {
-  return batch.messages.map((m) => ('invalid' in m ? m : { id: m.id, subject: m.subject, messageId: m.messageId, envelope: m.envelope, raw: Buffer.from(batch.bytes, m.start, m.end - m.start) }));
+  return batch.messages.map((m) =>
+    'invalid' in m ? m : { id: m.id, subject: m.subject, messageId: m.messageId, envelope: m.envelope, eightBit: m.eightBit, wire: Buffer.from(batch.bytes, m.start, m.end - m.start) },
+  );
 }
 
 /** The render thread's entry (piscina): the batch, with its buffer marked for transfer. */

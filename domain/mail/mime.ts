@@ -55,23 +55,36 @@ const crlf = (s: string) => s.replace(/\r\n|\r|\n/g, '\r\n');
 const ASCII = /^[\x01-\x7f]*$/;
 const isSevenBit = (s: string) => ASCII.test(s) && !s.includes(BOUNDARY_MARK) && !hasLineOver(s, 998);
 
-/** Whether a CRLF-normalized text has a line longer than `max` (a search per line end: a regex would backtrack). */
-function hasLineOver(s: string, max: number): boolean {
+
+/**
+ * Content that may go as UTF-8 octets (`8bit`, RFC 6152) to a relay that offers 8BITMIME: no NUL, no line over 998
+ * octets, no boundary look-alike. Checked per line in octets only where a line could be over (3 octets a character at most).
+ */
+const isEightBitSafe = (s: string) => !s.includes('\0') && !s.includes(BOUNDARY_MARK) && !hasLineOver(s, 998, true);
+
+/** Whether a CRLF-normalized text has a line longer than `max` characters (or UTF-8 octets). A search per line end: a regex would backtrack. */
+function hasLineOver(s: string, max: number, octets = false): boolean {
   for (let start = 0; ; ) {
     const end = s.indexOf('\r\n', start);
-    if ((end < 0 ? s.length : end) - start > max) return true;
+    const stop = end < 0 ? s.length : end;
+    if (stop - start > max || (octets && (stop - start) * 3 > max && Buffer.byteLength(s.slice(start, stop)) > max)) return true;
     if (end < 0) return false;
     start = end + 2;
   }
 }
 
 /**
- * A text part: as it is (`7bit`) when its content allows, otherwise quoted-printable (7-bit safe whatever the
- * content; lines at most 76 characters). Line ends are CRLF either way.
+ * A text part: as it is (`7bit`) when its content allows; as UTF-8 octets (`8bit`) when the relay takes them and the
+ * content allows; otherwise quoted-printable (7-bit safe whatever the content; lines at most 76 characters). Line
+ * ends are CRLF every way.
  */
-function textPart(contentType: 'text/plain' | 'text/html', content: string): string {
+function textPart(contentType: 'text/plain' | 'text/html', content: string, eightBit: boolean): string {
   const normalized = crlf(content);
-  const [encoding, encoded] = isSevenBit(normalized) ? ['7bit', normalized] : ['quoted-printable', qp.wrap(qp.encode(normalized), 76)];
+  const [encoding, encoded] = isSevenBit(normalized)
+    ? ['7bit', normalized]
+    : eightBit && isEightBitSafe(normalized)
+      ? ['8bit', normalized]
+      : ['quoted-printable', qp.wrap(qp.encode(normalized), 76)];
   return `Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n${encoded}`;
 }
 
@@ -101,16 +114,18 @@ function multipart(subtype: string, boundary: string, parts: string[]): string {
  * the HTML in multipart/related with its inline images. Header values are encoded by nodemailer's own MimeNode rules
  * and the parts by its quoted-printable and base64 encoders; what this saves is the stream pipeline nodemailer sets up
  * for every part of every message, which was most of the worker's CPU time per email. The result goes to nodemailer
- * as a raw message, which still signs it (DKIM) and sends it through the pooled SMTP connections.
+ * as a raw message (the delivery activity), or, signed and dot-stuffed, to a campaign's pipelined connections.
+ * `eightBit`: the relay offers 8BITMIME, so non-ASCII text parts may go as UTF-8 octets instead of quoted-printable.
  */
-export function buildMime(msg: MimeMessage): string {
+export function buildMime(msg: MimeMessage, opts: { eightBit?: boolean } = {}): string {
+  const eightBit = opts.eightBit ?? false;
   const attachments = msg.attachments ?? [];
   const related = attachments.filter((a) => a.contentId);
   const mixed = attachments.filter((a) => !related.includes(a));
   const boundary = `${BOUNDARY_MARK}${randomHex(12)}`;
-  let body = textPart('text/html', msg.html);
+  let body = textPart('text/html', msg.html, eightBit);
   if (related.length) body = multipart('related; type="text/html"', `${boundary}_r`, [body, ...related.map(attachmentPart)]);
-  if (msg.text) body = multipart('alternative', `${boundary}_a`, [textPart('text/plain', msg.text), body]);
+  if (msg.text) body = multipart('alternative', `${boundary}_a`, [textPart('text/plain', msg.text, eightBit), body]);
   if (mixed.length) body = multipart('mixed', `${boundary}_m`, [body, ...mixed.map(attachmentPart)]);
 
   const headers = [
@@ -128,4 +143,11 @@ export function buildMime(msg: MimeMessage): string {
   }
   // `body` starts with its own Content-Type (and for a single part its encoding): those close the header block.
   return `${headers.join('\r\n')}\r\n${body}\r\n`;
+}
+
+/** Dot-stuffs a message (RFC 5321 4.5.2) whose lines end in CRLF and ends it with the terminating `.` line. */
+export function wireMessage(message: string): string {
+  const stuffed = message.replace(/\n\./g, '\n..');
+  const body = stuffed.startsWith('.') ? `.${stuffed}` : stuffed;
+  return body.endsWith('\r\n') ? `${body}.\r\n` : `${body}\r\n.\r\n`;
 }

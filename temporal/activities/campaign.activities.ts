@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { createRenderPool } from '../../domain/campaigns/render-pool';
+import { createSmtpPipelinePool } from '../../domain/mail/smtp-pipeline';
 import { BillingGuard } from '../../domain/billing/billing.service';
 import { suppressCampaignRecipients } from '../../domain/campaigns/campaign-suppression';
 import { beginCampaignSend, campaignSendRate, sendCampaignPartition, settleCampaign, type BeginResult, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
@@ -12,6 +13,7 @@ const ROUND_MS = 60_000;
 export function createCampaignActivities(deps: ActivityDeps) {
   const secretBox = new SecretBox(deps.config.appSecret); // unseals the sender domain's DKIM key
   const renderPool = deps.renderPool ?? createRenderPool(0);
+  const smtp = deps.campaignSmtp ?? createSmtpPipelinePool(deps.config.smtp.url, deps.config.smtp.poolSize);
   return {
     /**
      * Starts sending once the time has come: fixes the content, snapshots the audience, and ends the snapshot's
@@ -37,7 +39,7 @@ export function createCampaignActivities(deps: ActivityDeps) {
     async sendCampaignPartition(input: PartitionInput & { pass: number }): Promise<PartitionResult> {
       const ctx = Context.current();
       return sendCampaignPartition(
-        { em: deps.orm.em.fork(), transport: deps.transport, config: deps.config, secretBox, renderPool },
+        { em: deps.orm.em.fork(), smtp, config: deps.config, secretBox, renderPool },
         input,
         {
           heartbeat: (cursor) => ctx.heartbeat({ cursor }),

@@ -3,6 +3,7 @@ import type { Transporter } from 'nodemailer';
 import type { DomainCheckSettings } from '../../domain/domains/domain.service';
 import type { Config } from '../../domain/config';
 import type { RenderPool } from '../../domain/campaigns/render-pool';
+import type { SmtpPipelinePool } from '../../domain/mail/smtp-pipeline';
 import type { AutomationRunControl } from '../../domain/automations/execution.service';
 import type { CampaignSendControl } from '../../domain/campaigns/campaign-steering';
 import type { TemporalGateway } from '../client';
@@ -17,6 +18,8 @@ export interface ActivityDeps {
   domainChecks?: DomainCheckSettings;
   /** Where campaign messages are rendered (the worker's thread pool); inline when absent. */
   renderPool?: RenderPool;
+  /** The pipelined SMTP connections campaigns send over (the worker's, closed with it); one of their own when absent. */
+  campaignSmtp?: SmtpPipelinePool;
   /** The worker's Temporal client, for activities that steer other runs (cancel-all, a project reset). */
   temporal: () => Pick<AutomationRunControl, 'cancelAutomationRun'> &
     Pick<CampaignSendControl, 'cancelCampaignSend' | 'wakeCampaignSend'> &

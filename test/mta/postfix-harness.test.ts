@@ -5,6 +5,9 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import nodemailer, { type Transporter } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { startPostfix, type RunningPostfix } from '../helpers/postfix';
+import { SmtpPipelinePool } from '../../domain/mail/smtp-pipeline';
+import { buildMime, wireMessage } from '../../domain/mail/mime';
+import type { SmtpError } from '../../domain/emails/delivery';
 
 /**
  * The real-MTA harness itself (test/helpers/postfix.ts), with no Mailwright in the loop: a private Postfix takes a
@@ -216,5 +219,43 @@ test('with a capture port, existing mailboxes and other domains are relayed ther
     t.close();
     await mta2.stop();
     await Promise.all([capture.stop(), inbound2.stop()]);
+  }
+});
+
+test('the campaign pool pipelines through Postfix: each message relayed once, its 8-bit body intact; a refused recipient fails alone', async () => {
+  const capture = await startInbound();
+  const mta2 = await startPostfix({ inboundPort: inbound.port, bounceDomains: ['bounce.example.test'], capturePort: capture.port });
+  const pool = (port: number) => new SmtpPipelinePool({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, rejectUnauthorized: false, maxConnections: 2 });
+  const relay = pool(mta2.smtpPort);
+  const direct = pool(mta.smtpPort);
+  const job = (to: string, i: number) => ({
+    from: 'b-pool@bounce.example.test',
+    to,
+    eightBit: true,
+    data: Buffer.from(wireMessage(buildMime({ messageId: `<pool-${i}@example.test>`, from: { address: 'news@example.test' }, to: { address: to }, subject: `Pool ${i}`, html: `<p>Grüße ${i}</p>\n.dot line`, text: `Grüße ${i}` }, { eightBit: true }))),
+  });
+  try {
+    const caps = await relay.capabilities();
+    expect(caps.has('PIPELINING') && caps.has('8BITMIME')).toBe(true);
+    const to = Array.from({ length: 30 }, (_, i) => `reader-${i}@example.com`);
+    const replies = await Promise.all(to.map((addr, i) => relay.send(job(addr, i))));
+    expect(replies.every((r) => /^250 .*queued as/i.test(r.response))).toBe(true);
+    const relayed = await waitFor('30 messages at the capture port', () => (capture.received.length >= 30 ? capture.received : undefined), mta2);
+    expect(relayed.flatMap((m) => m.rcptTo).sort()).toEqual([...to].sort());
+    for (const m of relayed) {
+      const i = Number(/reader-(\d+)@/.exec(m.rcptTo[0]!)![1]);
+      const mail = await simpleParser(m.raw);
+      expect(mail.messageId).toBe(`<pool-${i}@example.test>`);
+      expect((mail.html as string).replace(/\r\n/g, '\n')).toBe(`<p>Grüße ${i}</p>\n.dot line`);
+    }
+    // Without a capture port other domains are refused at RCPT TO: that message fails with the reply, the next is sent.
+    const [refused, accepted] = await Promise.all([direct.send(job('someone@example.com', 100)).catch((e: unknown) => e as SmtpError), direct.send(job('nobody@mta.test', 101))]);
+    expect(refused).toMatchObject({ responseCode: 554, command: 'RCPT TO', response: expect.stringMatching(/Relay access denied/) });
+    expect(accepted.response).toMatch(/^250 /);
+  } finally {
+    relay.close();
+    direct.close();
+    await mta2.stop();
+    await capture.stop();
   }
 });

@@ -1,0 +1,475 @@
+import net from 'node:net';
+import os from 'node:os';
+import tls from 'node:tls';
+import { smtpErrorReason, smtpSendDuration, smtpSendErrors } from '../metrics';
+import type { SmtpError } from '../emails/delivery';
+
+/**
+ * A pooled SMTP client for bulk sending (campaigns): ready message bytes go straight to the socket.
+ *
+ * nodemailer's `sendMail` builds a composer, a MimeNode and four streams for every message, dot-stuffs the body in
+ * JavaScript a byte at a time and writes each command separately; for a campaign that was most of the worker's main
+ * thread (BENCHMARKS.md › Campaign send). Here a message arrives rendered, signed and dot-stuffed with its terminating
+ * `.` line (`wireMessage`, mime.ts), and each connection pipelines (RFC 2920): MAIL FROM, RCPT TO and DATA go in one write,
+ * and a message's content goes in the same write as the next message's MAIL, RCPT and DATA. A message costs one
+ * socket write when the relay offers PIPELINING, and the commands one at a time when it does not.
+ *
+ * The handshake is the usual one: greeting, EHLO (HELO if refused), STARTTLS when offered (unless `ignoreTLS`),
+ * EHLO again, AUTH PLAIN or LOGIN with the URL's credentials. Every failure is an `SmtpError` as nodemailer's are
+ * (`responseCode`, `response`, `command`, `code`), so callers classify them the same way: a 5xx reply is permanent,
+ * anything else (4xx, a timeout, a dropped connection) is worth retrying.
+ */
+
+export interface SmtpPoolOptions {
+  host: string;
+  port: number;
+  /** TLS from the first byte (smtps://, port 465). */
+  secure: boolean;
+  /** Never upgrade with STARTTLS even when offered. */
+  ignoreTLS: boolean;
+  /** Whether the server's certificate is checked (loopback capture servers have none worth checking). */
+  rejectUnauthorized: boolean;
+  auth?: { user: string; pass: string };
+  maxConnections: number;
+  connectionTimeoutMs?: number;
+  /** No reply for this long while one is awaited: the connection is given up. */
+  socketTimeoutMs?: number;
+  /** An idle connection is closed (QUIT) after this long. */
+  idleTimeoutMs?: number;
+  /** The name given in EHLO (default: this host's name). */
+  name?: string;
+}
+
+/** A message ready for the wire: content dot-stuffed, ending with the `.` line (`wireMessage`, mime.ts). */
+export interface WireJob {
+  from: string;
+  to: string;
+  /** The content is 8-bit (BODY=8BITMIME), which only a relay offering 8BITMIME takes. */
+  eightBit: boolean;
+  data: Buffer;
+}
+
+export interface SmtpSent {
+  /** The relay's reply to the end of the content (`250 ... queued as ...`). */
+  response: string;
+}
+
+interface Reply {
+  code: number;
+  text: string;
+}
+
+function smtpError(message: string, fields: { responseCode?: number; response?: string; command?: string; code?: string }): SmtpError {
+  return Object.assign(new Error(message), fields) as SmtpError;
+}
+
+/** Addresses go into commands as they are: nothing that could end a command or an angle address. */
+// eslint-disable-next-line no-control-regex -- control characters are what it refuses
+const UNSAFE_ADDRESS = /[\x00-\x20<>\x7f-\uffff]/;
+
+interface Job extends WireJob {
+  resolve(sent: SmtpSent): void;
+  reject(err: SmtpError): void;
+}
+
+/** One reply awaited, in order: what to do with it, and (while connecting) what to do if the connection fails first. */
+interface Expectation {
+  reply(reply: Reply): void;
+  fail?(err: SmtpError): void;
+}
+
+class PipelinedConnection {
+  private socket: net.Socket | tls.TLSSocket | null = null;
+  private buffer = '';
+  private lines: string[] = [];
+  private readonly expected: Expectation[] = [];
+  /** Jobs waiting for this connection. */
+  readonly queue: Job[] = [];
+  /** Jobs whose commands are on the wire and not yet answered to the end. */
+  private readonly active = new Set<Job>();
+  private extensions = new Set<string>();
+  private authMechanisms: string[] = [];
+  private ready: Promise<void> | null = null;
+  /** The handshake (greeting, EHLO, STARTTLS, AUTH) is done. */
+  private established = false;
+  private closed = false;
+  /**
+   * A job's envelope is on the wire and its DATA not answered yet (or, without PIPELINING, its content not answered
+   * yet): the next job may not start before.
+   */
+  private envelopeOpen = false;
+  /** The last transaction failed: RSET before the next MAIL. */
+  private needsReset = false;
+  private idleTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly opts: SmtpPoolOptions,
+    private readonly onClose: (conn: PipelinedConnection, leftover: Job[]) => void,
+  ) {}
+
+  get load(): number {
+    return this.queue.length + this.active.size;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** The relay's EHLO keywords (connects first if needed). */
+  async capabilities(): Promise<Set<string>> {
+    await this.connect();
+    return this.extensions;
+  }
+
+  enqueue(job: Job): void {
+    this.queue.push(job);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    this.connect().then(
+      () => this.pump(),
+      () => undefined, // failConnection has rejected the queue
+    );
+  }
+
+  private connect(): Promise<void> {
+    this.ready ??= this.handshake().catch((err: unknown) => {
+      this.failConnection(err as SmtpError);
+      throw err;
+    });
+    return this.ready;
+  }
+
+  private async handshake(): Promise<void> {
+    const { opts } = this;
+    this.socket = await new Promise<net.Socket>((resolve, reject) => {
+      const onError = (err: Error) => reject(smtpError(`Connection to ${opts.host}:${opts.port} failed: ${err.message}`, { code: 'ECONNECTION' }));
+      const socket = opts.secure
+        ? tls.connect({ host: opts.host, port: opts.port, servername: net.isIP(opts.host) ? undefined : opts.host, rejectUnauthorized: opts.rejectUnauthorized }, () => done())
+        : net.connect({ host: opts.host, port: opts.port }, () => done());
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(smtpError(`Connection to ${opts.host}:${opts.port} timed out`, { code: 'ETIMEDOUT' }));
+      }, opts.connectionTimeoutMs ?? 10_000);
+      socket.once('error', onError);
+      const done = () => {
+        clearTimeout(timer);
+        socket.off('error', onError);
+        resolve(socket);
+      };
+    });
+    this.attach(this.socket);
+    const greeting = await this.command(null);
+    if (greeting.code !== 220) throw this.replyError(greeting, 'CONN');
+    await this.hello();
+    if (!opts.secure && !opts.ignoreTLS && this.extensions.has('STARTTLS')) {
+      const r = await this.command('STARTTLS');
+      if (r.code !== 220) throw this.replyError(r, 'STARTTLS');
+      const plain = this.socket;
+      plain.removeAllListeners('data');
+      plain.removeAllListeners('error');
+      plain.removeAllListeners('close');
+      plain.removeAllListeners('timeout');
+      this.socket = await new Promise<tls.TLSSocket>((resolve, reject) => {
+        const s = tls.connect({ socket: plain, servername: net.isIP(opts.host) ? undefined : opts.host, rejectUnauthorized: opts.rejectUnauthorized }, () => resolve(s));
+        s.once('error', (err) => reject(smtpError(`TLS negotiation failed: ${err.message}`, { code: 'ETLS' })));
+      });
+      this.attach(this.socket);
+      await this.hello();
+    }
+    if (opts.auth) await this.authenticate(opts.auth);
+    this.established = true;
+  }
+
+  private async hello(): Promise<void> {
+    const name = this.opts.name ?? os.hostname();
+    let r = await this.command(`EHLO ${name}`);
+    let lines = r.text.split('\n');
+    if (r.code !== 250) {
+      r = await this.command(`HELO ${name}`);
+      if (r.code !== 250) throw this.replyError(r, 'HELO');
+      lines = [];
+    }
+    this.extensions = new Set();
+    this.authMechanisms = [];
+    for (const line of lines.slice(1)) {
+      const [keyword, ...params] = line.trim().toUpperCase().split(/[\s=]+/);
+      if (!keyword) continue;
+      this.extensions.add(keyword);
+      if (keyword === 'AUTH') this.authMechanisms.push(...params);
+    }
+  }
+
+  private async authenticate(auth: { user: string; pass: string }): Promise<void> {
+    const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+    if (this.authMechanisms.includes('PLAIN') || !this.authMechanisms.includes('LOGIN')) {
+      const r = await this.command(`AUTH PLAIN ${b64(`\u0000${auth.user}\u0000${auth.pass}`)}`);
+      if (r.code !== 235) throw this.replyError(r, 'AUTH PLAIN', 'EAUTH');
+      return;
+    }
+    let r = await this.command('AUTH LOGIN');
+    if (r.code === 334) r = await this.command(b64(auth.user));
+    if (r.code === 334) r = await this.command(b64(auth.pass));
+    if (r.code !== 235) throw this.replyError(r, 'AUTH LOGIN', 'EAUTH');
+  }
+
+  /** Writes one command (or none: the greeting) and waits for its reply. Used while connecting only. */
+  private command(line: string | null): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
+      this.expected.push({ reply: resolve, fail: reject });
+      if (line !== null) this.socket!.write(`${line}\r\n`);
+      this.armTimeout();
+    });
+  }
+
+  private replyError(r: Reply, command: string, code = 'EPROTOCOL'): SmtpError {
+    return smtpError(`${command} refused: ${r.code} ${r.text}`, { responseCode: r.code, response: `${r.code} ${r.text}`, command, code });
+  }
+
+  private attach(socket: net.Socket): void {
+    socket.setNoDelay(true);
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => this.receive(chunk));
+    socket.on('error', (err) => this.failConnection(smtpError(`Connection error: ${err.message}`, { code: 'ECONNECTION' })));
+    socket.on('close', () => this.failConnection(smtpError('The connection closed unexpectedly', { code: 'ECONNECTION' })));
+    socket.on('timeout', () => this.failConnection(smtpError('No reply from the SMTP server in time', { code: 'ETIMEDOUT' })));
+  }
+
+  /** The socket times out only while a reply is awaited. */
+  private armTimeout(): void {
+    this.socket?.setTimeout(this.expected.length ? (this.opts.socketTimeoutMs ?? 30_000) : 0);
+  }
+
+  /** Splits replies (multi-line ones end with a line whose code is followed by a space) and hands each to its expectation. */
+  private receive(chunk: string): void {
+    this.buffer += chunk;
+    for (let end = this.buffer.indexOf('\n'); end >= 0; end = this.buffer.indexOf('\n')) {
+      const line = this.buffer.slice(0, end).replace(/\r$/, '');
+      this.buffer = this.buffer.slice(end + 1);
+      this.lines.push(line);
+      if (line.length >= 4 && line[3] === '-') continue;
+      const code = Number(line.slice(0, 3));
+      const text = this.lines.map((l) => l.slice(4)).join('\n');
+      this.lines = [];
+      const handler = this.expected.shift();
+      if (!handler || !Number.isInteger(code)) {
+        this.failConnection(smtpError(`Unexpected reply from the SMTP server: ${line.slice(0, 200)}`, { code: 'EPROTOCOL' }));
+        return;
+      }
+      handler.reply({ code, text });
+    }
+    if (this.buffer.length > 64 * 1024) this.failConnection(smtpError('The SMTP server sent an overlong line', { code: 'EPROTOCOL' }));
+    this.armTimeout();
+  }
+
+  /** Starts the next job's envelope when none is open: with the previous content in the same write when pipelining. */
+  private pump(prefix: Buffer | null = null): void {
+    if (this.closed || !this.socket) return;
+    const job = this.envelopeOpen ? undefined : this.queue.shift();
+    if (!job) {
+      if (prefix) this.socket.write(prefix);
+      this.armTimeout();
+      this.maybeIdle();
+      return;
+    }
+    this.envelopeOpen = true;
+    this.active.add(job);
+    const pipelining = this.extensions.has('PIPELINING');
+    const unsupported = this.refusal(job);
+    if (unsupported) {
+      this.active.delete(job);
+      this.envelopeOpen = false;
+      job.reject(unsupported);
+      this.pump(prefix);
+      return;
+    }
+    const commands: [string, string][] = [];
+    if (this.needsReset) commands.push(['RSET', 'RSET']);
+    this.needsReset = false;
+    commands.push([`MAIL FROM:<${job.from}>${job.eightBit ? ' BODY=8BITMIME' : ''}`, 'MAIL FROM'], [`RCPT TO:<${job.to}>`, 'RCPT TO'], ['DATA', 'DATA']);
+    let failure: SmtpError | null = null;
+    const replies = commands.map(([, name], i) => (r: Reply) => {
+      const ok = name === 'DATA' ? r.code === 354 : name === 'RSET' ? r.code < 400 : r.code >= 200 && r.code < 300;
+      if (!ok && !failure && name !== 'RSET') failure = this.replyError(r, name);
+      if (!pipelining && !failure && i + 1 < commands.length) this.write(null, `${commands[i + 1]![0]}\r\n`);
+      if (name !== 'DATA' && (pipelining || !failure)) return;
+      if (name !== 'DATA' && !pipelining) {
+        // A command refused without pipelining: nothing more of this job is on the wire.
+        this.endEnvelope(job, failure!, null);
+        return;
+      }
+      this.endEnvelope(job, failure, r);
+    });
+    this.expected.push(...replies.map((reply) => ({ reply })));
+    if (pipelining) this.write(prefix, commands.map(([line]) => `${line}\r\n`).join(''));
+    else this.write(prefix, `${commands[0]![0]}\r\n`);
+  }
+
+  /** What the relay cannot take of this job (before anything is written), or null. */
+  private refusal(job: Job): SmtpError | null {
+    if (UNSAFE_ADDRESS.test(job.from) || UNSAFE_ADDRESS.test(job.to)) return smtpError('The address cannot be written in an SMTP command', { code: 'EENVELOPE', command: 'MAIL FROM' });
+    // Transient: the next pass renders for this relay's extensions again (a relay behind a balancer may differ).
+    if (job.eightBit && !this.extensions.has('8BITMIME')) return smtpError('The relay does not offer 8BITMIME', { code: 'E8BIT' });
+    return null;
+  }
+
+  private write(prefix: Buffer | null, commands: string | null): void {
+    const socket = this.socket!;
+    if (prefix && commands) {
+      socket.cork();
+      socket.write(prefix);
+      socket.write(commands, 'latin1');
+      process.nextTick(() => socket.uncork());
+    } else if (prefix) socket.write(prefix);
+    else if (commands) socket.write(commands, 'latin1');
+    this.armTimeout();
+  }
+
+  /** DATA answered (or the envelope refused): send the content, or end the job and go on. */
+  private endEnvelope(job: Job, failure: SmtpError | null, dataReply: Reply | null): void {
+    const pipelining = this.extensions.has('PIPELINING');
+    if (failure) {
+      this.envelopeOpen = false;
+      this.active.delete(job);
+      this.needsReset = true;
+      // A relay that answers DATA with 354 despite a refused recipient gets an empty message it cannot deliver.
+      if (dataReply?.code === 354) {
+        this.expected.push({ reply: () => undefined });
+        this.pump(Buffer.from('.\r\n'));
+      } else this.pump();
+      job.reject(failure);
+      return;
+    }
+    this.expected.push({
+      reply: (r) => {
+        this.active.delete(job);
+        if (r.code >= 200 && r.code < 300) job.resolve({ response: `${r.code} ${r.text}` });
+        else job.reject(this.replyError(r, 'DATA'));
+        if (!pipelining) {
+          // Without PIPELINING the next MAIL waits for this reply.
+          this.envelopeOpen = false;
+          this.pump();
+        } else this.maybeIdle();
+      },
+    });
+    // With PIPELINING the next job's MAIL, RCPT and DATA go in the same write as this content.
+    if (pipelining) this.envelopeOpen = false;
+    this.pump(job.data);
+  }
+
+  private maybeIdle(): void {
+    if (this.closed || this.load > 0 || this.idleTimer) return;
+    this.idleTimer = setTimeout(() => this.quit(), this.opts.idleTimeoutMs ?? 10_000);
+    this.idleTimer.unref();
+  }
+
+  /** Ends the connection politely (no job is lost: only an idle connection quits). */
+  quit(): void {
+    if (this.closed) return;
+    if (this.load > 0) {
+      this.failConnection(smtpError('The pool was closed', { code: 'ECONNECTION' }));
+      return;
+    }
+    this.closed = true;
+    this.socket?.removeAllListeners('close');
+    this.socket?.removeAllListeners('timeout');
+    this.socket?.on('error', () => undefined);
+    if (this.socket && !this.socket.destroyed) this.socket.end('QUIT\r\n');
+    this.onClose(this, []);
+  }
+
+  /** The connection is gone: jobs on the wire fail (retried later), jobs not yet started go back to the pool. */
+  private failConnection(err: SmtpError): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.socket?.destroy();
+    const waiting = this.queue.splice(0);
+    for (const e of this.expected.splice(0)) e.fail?.(err);
+    for (const job of this.active) job.reject(err);
+    this.active.clear();
+    // A connection that never came up takes its waiting jobs down with it (the relay is away or refuses us: a new
+    // connection would fare no better); otherwise they go on over another.
+    if (!this.established) {
+      waiting.forEach((job) => job.reject(err));
+      this.onClose(this, []);
+    } else this.onClose(this, waiting);
+  }
+}
+
+/** A pool of pipelined connections to one relay; a message goes to the least loaded connection. */
+export class SmtpPipelinePool {
+  private readonly connections: PipelinedConnection[] = [];
+  private closing = false;
+
+  constructor(private readonly opts: SmtpPoolOptions) {}
+
+  /** The relay's EHLO keywords, as one of the pool's connections sees them. */
+  async capabilities(): Promise<Set<string>> {
+    const conn = this.connections.find((c) => !c.isClosed) ?? this.open();
+    return conn.capabilities();
+  }
+
+  /** Sends one message; resolves with the relay's final reply, rejects with an SmtpError. Measured as sendMeasured is. */
+  send(job: WireJob): Promise<SmtpSent> {
+    const end = smtpSendDuration.startTimer();
+    return new Promise<SmtpSent>((resolve, reject) => {
+      if (this.closing) {
+        reject(smtpError('The pool was closed', { code: 'ECONNECTION' }));
+        return;
+      }
+      this.dispatch({ ...job, resolve, reject });
+    }).then(
+      (sent) => {
+        end({ outcome: 'sent' });
+        return sent;
+      },
+      (err: unknown) => {
+        const reason = smtpErrorReason(err);
+        end({ outcome: reason === '5xx' ? 'rejected' : 'error' });
+        smtpSendErrors.inc({ reason });
+        throw err;
+      },
+    );
+  }
+
+  private dispatch(job: Job): void {
+    let best: PipelinedConnection | undefined;
+    for (const c of this.connections) if (!best || c.load < best.load) best = c;
+    // A new connection while there is room and every open one is busy.
+    if (!best || (best.load > 0 && this.connections.length < this.opts.maxConnections)) best = this.open();
+    best.enqueue(job);
+  }
+
+  private open(): PipelinedConnection {
+    const conn = new PipelinedConnection(this.opts, (closed, leftover) => {
+      const i = this.connections.indexOf(closed);
+      if (i >= 0) this.connections.splice(i, 1);
+      for (const job of leftover) {
+        if (this.closing) job.reject(smtpError('The pool was closed', { code: 'ECONNECTION' }));
+        else this.dispatch(job);
+      }
+    });
+    this.connections.push(conn);
+    return conn;
+  }
+
+  close(): void {
+    this.closing = true;
+    for (const c of [...this.connections]) c.quit();
+  }
+}
+
+/** The pool for `SMTP_URL` with the settings of the nodemailer transport (domain/mail/transport.ts). */
+export function createSmtpPipelinePool(smtpUrl: string, poolSize: number): SmtpPipelinePool {
+  const url = new URL(smtpUrl);
+  const secure = url.protocol === 'smtps:';
+  return new SmtpPipelinePool({
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: Number(url.port) || (secure ? 465 : 587),
+    secure,
+    ignoreTLS: url.searchParams.get('ignoreTLS') === 'true',
+    rejectUnauthorized: !['127.0.0.1', 'localhost', '::1', '[::1]'].includes(url.hostname),
+    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+    maxConnections: poolSize,
+  });
+}
