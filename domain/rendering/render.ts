@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { filters, Liquid, Tokenizer, type LiquidOptions, type Template, type TopLevelToken } from 'liquidjs';
+import { accelerate } from './fast-output';
 import { compile as compileHtmlToText } from 'html-to-text';
 import { Parser } from 'htmlparser2';
 import mjml2html from 'mjml';
@@ -142,7 +143,7 @@ skeletonEngine.registerFilter('mw_link', (href: unknown, text: unknown) => {
 export function compileTextSkeleton(source: string): Template[] | null {
   counters.liquidParses++;
   try {
-    return skeletonEngine.parse(source);
+    return accelerate(skeletonEngine.parse(source));
   } catch {
     return null;
   }
@@ -221,7 +222,7 @@ function parse(source: string, mode: Mode, field: string): Template[] {
 function parseExpanded(source: string, mode: Mode, field: string): Template[] {
   counters.liquidParses++;
   try {
-    return engines[mode].parse(source);
+    return accelerate(engines[mode].parse(source));
   } catch (err) {
     throw liquidFailure(err, field);
   }

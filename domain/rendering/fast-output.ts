@@ -1,0 +1,125 @@
+import { TokenKind, toValue, toValueSync, type Context, type Emitter, type Template } from 'liquidjs';
+
+/**
+ * Synchronous renderers for a parsed template's plain HTML and its simple outputs, installed on the parsed nodes.
+ *
+ * liquidjs renders through generators so one code path serves sync and async rendering: an output such as
+ * `{{ r.title | truncate: 60 }}` creates about ten generator objects per render (the output, its value, the
+ * expression, each token, each property, each filter), and driving them was most of Liquid's time in a campaign
+ * message (BENCHMARKS.md › Campaign send). The outputs that need nothing asynchronous, which are nearly all of them
+ * (a variable path or a literal, then filters whose arguments are literals or variable paths), are evaluated here with
+ * the same steps liquidjs takes, in the same order: the scope lookup (`findScope`, then `readProperty` along the path),
+ * each filter's handler called with the same `this` and arguments, `toValue` of the result, the write to the emitter.
+ * Anything else (operators, ranges, grouped expressions) keeps liquidjs' own renderer, and so does any render that
+ * throws here: the output is evaluated again by liquidjs, which reports the error as it always has.
+ */
+
+type Evaluate = (ctx: Context) => unknown;
+
+interface TokenLike {
+  kind?: number;
+  content?: unknown;
+  variable?: unknown;
+  props?: TokenLike[];
+}
+
+interface FilterLike {
+  handler: (this: unknown, ...args: unknown[]) => unknown;
+  token: unknown;
+  liquid: unknown;
+  args: (TokenLike | [string, TokenLike])[];
+}
+
+interface OutputLike {
+  token: { kind: number };
+  value: { initial: { postfix: TokenLike[] }; filters: FilterLike[] };
+  render(ctx: Context, emitter: Emitter): unknown;
+}
+
+const isIterator = (v: unknown): boolean =>
+  typeof v === 'object' && v !== null && typeof (v as Iterator<unknown>).next === 'function' && typeof (v as Iterator<unknown>).throw === 'function' && typeof (v as Iterator<unknown>).return === 'function';
+
+/** What liquidjs' sync driver makes of a yielded value: an iterator is run to its value, anything else is the value. */
+const settle = (v: unknown): unknown => (isIterator(v) ? toValueSync(v as Generator<unknown>) : v);
+
+/** A token's value as liquidjs' `evalToken` computes it, or null when it is not one this handles. */
+function tokenEvaluator(token: TokenLike | undefined): Evaluate | null {
+  if (!token) return () => undefined;
+  if ('content' in token) {
+    const content = token.content;
+    return () => content;
+  }
+  if (token.kind !== TokenKind.PropertyAccess || token.variable || !token.props?.length) return null;
+  const props = token.props.map(tokenEvaluator);
+  if (props.some((p) => p === null)) return null;
+  const keys = props as Evaluate[];
+  return (ctx) => {
+    // evalPropertyAccessToken: each property's value (`evalTokenValue`), then `_get`: the scope of the first, and
+    // `readProperty` along every key from there.
+    const path = keys.map((k) => settle(toValue(k(ctx))));
+    let scope: unknown = (ctx as unknown as { findScope(k: unknown): unknown }).findScope(path[0]);
+    for (const key of path) scope = settle((ctx as unknown as { readProperty(o: unknown, k: unknown): unknown }).readProperty(scope, key));
+    return scope;
+  };
+}
+
+/** A fast render for an output, or null when liquidjs' own is needed. */
+function outputRenderer(output: OutputLike): ((ctx: Context, emitter: Emitter) => void) | null {
+  const { postfix } = output.value.initial;
+  if (postfix.length !== 1) return null;
+  const initial = tokenEvaluator(postfix[0]);
+  if (!initial) return null;
+  const filters: { filter: FilterLike; args: (Evaluate | [string, Evaluate])[] }[] = [];
+  for (const filter of output.value.filters) {
+    const args: (Evaluate | [string, Evaluate])[] = [];
+    for (const arg of filter.args) {
+      const value = tokenEvaluator(Array.isArray(arg) ? arg[1] : arg);
+      if (!value) return null;
+      args.push(Array.isArray(arg) ? [arg[0], value] : value);
+    }
+    filters.push({ filter, args });
+  }
+  return (ctx, emitter) => {
+    let value = initial(ctx);
+    for (const { filter, args } of filters) {
+      const argv = args.map((a) => (Array.isArray(a) ? [a[0], a[1](ctx)] : a(ctx)));
+      value = settle(filter.handler.apply({ context: ctx, token: filter.token, liquid: filter.liquid }, [value, ...argv]));
+    }
+    emitter.write(settle(toValue(value)));
+  };
+}
+
+function accelerateOne(tpl: Template): void {
+  const node = tpl as unknown as OutputLike & { str?: string; templates?: Template[]; elseTemplates?: Template[]; branches?: { templates?: Template[] }[] };
+  const kind = node.token?.kind;
+  if (kind === TokenKind.HTML && typeof node.str === 'string') {
+    node.render = function renderHtml(this: { str: string }, _ctx: Context, emitter: Emitter) {
+      emitter.write(this.str);
+    };
+    return;
+  }
+  if (kind === TokenKind.Output && node.value?.initial?.postfix) {
+    const fast = outputRenderer(node);
+    if (fast) {
+      const original = node.render;
+      node.render = function renderOutput(this: OutputLike, ctx: Context, emitter: Emitter) {
+        try {
+          return fast(ctx, emitter);
+        } catch {
+          return original.call(this, ctx, emitter);
+        }
+      };
+    }
+    return;
+  }
+  // Tags: the bodies of for, if, unless, case, capture, tablerow.
+  accelerate(node.templates);
+  accelerate(node.elseTemplates);
+  for (const branch of node.branches ?? []) accelerate(branch.templates);
+}
+
+/** Installs the fast renderers on a parsed template, in place; returns it. */
+export function accelerate<T extends Template[] | undefined>(templates: T): T {
+  if (Array.isArray(templates)) for (const tpl of templates) accelerateOne(tpl);
+  return templates;
+}

@@ -1,0 +1,96 @@
+import { Liquid, type Template } from 'liquidjs';
+import { accelerate } from '../../domain/rendering/fast-output';
+import { renderTemplate } from '../../domain/rendering/render';
+
+/**
+ * The fast output renderers (domain/rendering/fast-output.ts) against liquidjs' own, template by template: the same
+ * output for the same data, or the same error. Both sides parse with one engine (the options of render.ts that change
+ * what an output does: escaping, own properties only, limits); only the installed renderers differ.
+ */
+const options = { strictVariables: false, strictFilters: true, ownPropertyOnly: true, renderLimit: 1_000, memoryLimit: 64 * 1024 * 1024 };
+const html = new Liquid({ ...options, outputEscape: 'escape' });
+const plain = new Liquid(options);
+for (const engine of [html, plain]) {
+  // A filter that reads its context, as the composer's text-part filters and liquidjs' `default` do.
+  engine.registerFilter('scoped', function (this: { context: { getSync(p: string[]): unknown } }, v: unknown, key: string) {
+    return `${String(v)}:${String(this.context.getSync([key]))}`;
+  });
+  engine.registerFilter('explode', (v: unknown) => {
+    if (v === 'boom') throw new Error('exploded');
+    return v;
+  });
+}
+
+const TEMPLATES = [
+  'Hi {{ name }}, {{ missing }}|{{ missing.deep.path }}|{{ name | upcase | append: "!" }}',
+  '{{ first_name | default: "there" }} {{ flag | default: "x", allow_false: true }} {{ zero | default: 5 }}',
+  '{{ items.size }} {{ items.first.title }} {{ items.last.title }} {{ items[0].title }} {{ items[idx].title }} {{ map["a key"] }} {{ map[keyName] }}',
+  '{{ text }} {{ text | escape }} {{ text | escape_once }} {{ text | raw }} {{ text | strip_html | truncatewords: 3 }}',
+  '{% for r in items limit: 2 %}<li>{{ forloop.index }}/{{ forloop.length }} {{ r.title | truncate: 8 }} {{ r.price | times: 1.2 | round: 2 }}</li>{% else %}none{% endfor %}',
+  '{% if items.size > 1 %}{{ items.size }} items{% elsif name %}{{ name }}{% else %}{{ "none" }}{% endif %}{% unless flag %}{{ flag }}{% endunless %}',
+  '{% assign x = name | downcase %}{% capture y %}{{ x }}-{{ idx }}{% endcapture %}{{ y }} {{ x | size }}',
+  '{% case plan %}{% when "pro", "team" %}{{ plan | capitalize }}{% else %}{{ plan }}{% endcase %}{% increment n %}{{ n }}{% cycle "a", "b" %}{% cycle "a", "b" %}',
+  '{{ -3 | abs }} {{ 2.5 | ceil }} {{ "a,b,c" | split: "," | join: "+" }} {{ nil }}|{{ empty }}|{{ blank }}|{{ true }} {{ (1..3) | join: "," }} {{ idx == 1 }}',
+  '{{ constructor }}|{{ map.constructor }}|{{ __proto__ }}|{{ items.length }}|{{ map.hasOwnProperty }}',
+  '{{ name | scoped: "plan" }} {{ price | plus: extra | minus: 1 }} {{ url | url_encode }} {{ created | date: "%Y-%m-%d" }}',
+  '{{ name | explode }}',
+  '{{ 10 | divided_by: zero }}',
+  '{% raw %}{{ not rendered }}{% endraw %}{{ name | json }} {{ items | map: "title" | join: ", " }} {{ items | where: "price", 3 | size }}',
+];
+
+const DATA: Record<string, unknown>[] = [
+  {
+    name: 'Ada <b>&amp;</b>',
+    first_name: null,
+    flag: false,
+    zero: 0,
+    idx: 1,
+    keyName: 'k',
+    plan: 'pro',
+    price: 3,
+    extra: '2',
+    url: 'https://x.example/?a=b c',
+    created: '2026-11-27T10:00:00Z',
+    text: '<p>Tom &amp; Jerry &lt;3 "quotes" and more words here</p>',
+    items: [
+      { title: 'First <title>', price: 3 },
+      { title: 'Second', price: 4.25 },
+      { title: 'Third', price: 3 },
+    ],
+    map: { 'a key': 'spaced', k: 'by key' },
+  },
+  { name: 'boom', items: [], plan: 'free', idx: 'x', zero: 0 },
+  {},
+];
+
+function outcome(engine: Liquid, templates: Template[], data: Record<string, unknown>): string {
+  try {
+    return `ok:${engine.renderSync(templates, { ...data }) as string}`;
+  } catch (err) {
+    return `error:${(err as Error).name}:${(err as Error).message}`;
+  }
+}
+
+describe('fast output renderers', () => {
+  for (const [name, engine] of [
+    ['html', html],
+    ['plain', plain],
+  ] as const) {
+    test.each(TEMPLATES.map((t, i) => [i, t]))(`${name} engine, template %i renders as liquidjs does`, (_i, source) => {
+      for (const data of DATA) {
+        const expected = outcome(engine, engine.parse(source), data);
+        expect(outcome(engine, accelerate(engine.parse(source)), data)).toBe(expected);
+      }
+    });
+  }
+
+  test('they are installed on what render.ts parses, and a render still gives what the template says', () => {
+    expect(renderTemplate('{% for r in items %}{{ r.t | upcase }};{% endfor %}{{ name ?? "there" }}', { items: [{ t: 'a<' }, { t: 'b' }] }, { html: true })).toBe('A&lt;;B;there');
+  });
+
+  test('an output this does not handle (an operator, a range) keeps liquidjs renderer; every other output and HTML gets a fast one', () => {
+    const parsed = accelerate(html.parse('<p>{{ a }}</p>{{ a == b }}{{ (1..2) | join }}{% if x %}{{ y | upcase }}{% endif %}')) as unknown as { render: { name: string }; branches?: { templates: { render: { name: string } }[] }[] }[];
+    expect(parsed.map((t) => t.render.name)).toEqual(['renderHtml', 'renderOutput', 'renderHtml', 'render', 'render', 'render']);
+    expect(parsed[5]!.branches![0]!.templates.map((t) => t.render.name)).toEqual(['renderOutput']);
+  });
+});
