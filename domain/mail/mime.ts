@@ -1,7 +1,6 @@
 import MimeNode from 'nodemailer/lib/mime-node';
 import { buildHeaderValue, foldLines } from 'nodemailer/lib/mime-funcs';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
-import * as qp from 'nodemailer/lib/qp';
 import * as base64 from 'nodemailer/lib/base64';
 import { randomHex } from '../ids';
 
@@ -73,6 +72,46 @@ function hasLineOver(s: string, max: number, octets = false): boolean {
   }
 }
 
+/** Runs of characters that quoted-printable writes as `=XX` octets: everything but tab, printable ASCII and CR/LF, and `=`. */
+// eslint-disable-next-line no-control-regex -- control characters are among what it encodes
+const QP_ENCODED = /[^\t\r\n\x20-\x3c\x3e-\x7e]+/g;
+const HEX = Array.from({ length: 256 }, (_, i) => `=${i.toString(16).toUpperCase().padStart(2, '0')}`);
+
+/**
+ * Quoted-printable (RFC 2045 6.7) of a CRLF-normalized text, with lines of at most 76 characters. The characters to
+ * encode are found by one native regular-expression pass and each run becomes its UTF-8 octets (a lone surrogate
+ * becomes U+FFFD, as a UTF-8 encoder makes it); whitespace before a line end is encoded; long lines get soft breaks
+ * that never split an `=XX`. nodemailer's encoder, which looks at every byte in JavaScript, was a tenth of a campaign
+ * message's rendering; this gives the same decoded text.
+ */
+export function quotedPrintable(text: string): string {
+  const encoded = text.replace(QP_ENCODED, (run) => {
+    let out = '';
+    for (const byte of Buffer.from(run, 'utf8')) out += HEX[byte];
+    return out;
+  });
+  const lines = encoded.split('\r\n');
+  for (let i = 0; i < lines.length; i++) {
+    let line = lines[i]!;
+    const last = line.charCodeAt(line.length - 1);
+    if (last === 0x20 || last === 0x09) line = `${line.slice(0, -1)}${HEX[last]}`;
+    if (line.length > 76) {
+      let wrapped = '';
+      while (line.length > 76) {
+        // 75 characters and the soft break; an `=XX` is never cut.
+        let cut = 75;
+        if (line[cut - 1] === '=') cut -= 1;
+        else if (line[cut - 2] === '=') cut -= 2;
+        wrapped += `${line.slice(0, cut)}=\r\n`;
+        line = line.slice(cut);
+      }
+      line = wrapped + line;
+    }
+    lines[i] = line;
+  }
+  return lines.join('\r\n');
+}
+
 /**
  * A text part: as it is (`7bit`) when its content allows; as UTF-8 octets (`8bit`) when the relay takes them and the
  * content allows; otherwise quoted-printable (7-bit safe whatever the content; lines at most 76 characters). Line
@@ -84,7 +123,7 @@ function textPart(contentType: 'text/plain' | 'text/html', content: string, eigh
     ? ['7bit', normalized]
     : eightBit && isEightBitSafe(normalized)
       ? ['8bit', normalized]
-      : ['quoted-printable', qp.wrap(qp.encode(normalized), 76)];
+      : ['quoted-printable', quotedPrintable(normalized)];
   return `Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n${encoded}`;
 }
 

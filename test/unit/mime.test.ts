@@ -1,5 +1,6 @@
 import { simpleParser } from 'mailparser';
-import { buildMime, type MimeMessage } from '../../domain/mail/mime';
+import libqp from 'libqp';
+import { buildMime, quotedPrintable, type MimeMessage } from '../../domain/mail/mime';
 
 /** The message the delivery activity builds, parsed back the way a receiving client reads it. */
 const base: MimeMessage = {
@@ -119,5 +120,38 @@ describe('buildMime', () => {
     expect(raw).not.toMatch(/^List-Id: =\?/im);
     const mail = await simpleParser(raw);
     expect(mail.headerLines.find((h) => h.key === 'list-id')!.line.replace(/\r\n /g, ' ')).toBe(`List-Id: ${listId}`);
+  });
+});
+
+describe('quotedPrintable', () => {
+  /** Strings with what quoted-printable must encode: non-ASCII (astral too), `=`, whitespace before line ends, lone surrogates. */
+  const pieces = ['a', ' ', '\t', '=', 'é', '—', '😀', '\uD800', 'x'.repeat(80), '<p class="x">', '\r\n', '.', '=3D', '€€€'];
+  const samples = Array.from({ length: 400 }, (_, n) => {
+    let s = '';
+    let seed = n * 7919 + 13;
+    for (let i = 0; i < 40; i++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      s += pieces[seed % pieces.length];
+    }
+    return s;
+  });
+
+  test('decodes (libqp, as mail clients decode) to the text as UTF-8 encodes it; lines of at most 76; no whitespace before a line end; only safe characters', () => {
+    for (const s of samples) {
+      const encoded = quotedPrintable(s);
+      expect(libqp.decode(encoded).toString('utf8')).toBe(Buffer.from(s, 'utf8').toString('utf8'));
+      for (const line of encoded.split('\r\n')) {
+        expect(line.length).toBeLessThanOrEqual(76);
+        expect(line).not.toMatch(/[ \t]$/);
+        expect(line).toMatch(/^[\t\x20-\x7e]*$/);
+        // Every = starts an =XX, but for the soft break that may end a line: a soft break never splits an =XX.
+        expect(line.replace(/=[0-9A-F]{2}/g, '').replace(/=$/, '')).not.toContain('=');
+      }
+    }
+  });
+
+  test('hard line breaks stay where the text has them, and plain short lines are unchanged', () => {
+    expect(quotedPrintable('plain line\r\nsecond')).toBe('plain line\r\nsecond');
+    expect(quotedPrintable('a = b \r\nGrüße\t')).toBe('a =3D b=20\r\nGr=C3=BC=C3=9Fe=09');
   });
 });
