@@ -73,7 +73,6 @@ function hasLineOver(s: string, max: number, octets = false): boolean {
 }
 
 /** Runs of characters that quoted-printable writes as `=XX` octets: everything but tab, printable ASCII and CR/LF, and `=`. */
-// eslint-disable-next-line no-control-regex -- control characters are among what it encodes
 const QP_ENCODED = /[^\t\r\n\x20-\x3c\x3e-\x7e]+/g;
 const HEX = Array.from({ length: 256 }, (_, i) => `=${i.toString(16).toUpperCase().padStart(2, '0')}`);
 
