@@ -1,4 +1,4 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { hash, hkdfSync, timingSafeEqual } from 'node:crypto';
 import { uuidBytes, uuidString } from '../ids';
 
 /**
@@ -37,12 +37,23 @@ type PayloadOf<K extends TokenKind> = Extract<TokenPayload, { kind: K }>;
 
 const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
 
+/** SHA-256's block: HMAC pads its key to this. */
+const BLOCK_BYTES = 64;
+
 export class LinkTokens {
-  private readonly key: Buffer;
+  /** The key XOR ipad and XOR opad (RFC 2104), each a block, computed once. */
+  private readonly innerPad: Buffer;
+  private readonly outerPad: Buffer;
 
   constructor(appSecret: string) {
     if (!appSecret) throw new Error('LinkTokens needs a secret');
-    this.key = Buffer.from(hkdfSync('sha256', Buffer.from(appSecret, 'utf8'), Buffer.alloc(0), KEY_LABEL, 32));
+    const key = Buffer.from(hkdfSync('sha256', Buffer.from(appSecret, 'utf8'), Buffer.alloc(0), KEY_LABEL, 32));
+    this.innerPad = Buffer.alloc(BLOCK_BYTES, 0x36);
+    this.outerPad = Buffer.alloc(BLOCK_BYTES, 0x5c);
+    for (let i = 0; i < key.length; i++) {
+      this.innerPad[i]! ^= key[i]!;
+      this.outerPad[i]! ^= key[i]!;
+    }
   }
 
   sign(payload: TokenPayload): string {
@@ -76,8 +87,14 @@ export class LinkTokens {
     }
   }
 
+  /**
+   * HMAC-SHA256 (RFC 2104) of `body`, first MAC_BYTES: H(K ^ opad || H(K ^ ipad || body)) with the padded keys made
+   * once and two one-shot hashes, which costs about half of a `createHmac` object per token (a campaign message signs
+   * a dozen: its links, the open pixel, the contact's links). The same bytes as createHmac (unit test).
+   */
   private mac(body: Buffer): Buffer {
-    return createHmac('sha256', this.key).update(body).digest().subarray(0, MAC_BYTES);
+    const inner = hash('sha256', Buffer.concat([this.innerPad, body]), 'buffer');
+    return hash('sha256', Buffer.concat([this.outerPad, inner]), 'buffer').subarray(0, MAC_BYTES);
   }
 }
 
