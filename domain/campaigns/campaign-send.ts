@@ -241,7 +241,7 @@ const FLUSH_MS = 25;
 const FLUSH_COUNT = 200;
 
 /** Recipients rendered per task of the render pool: large enough to amortize the hand-over, small enough to overlap. */
-const RENDER_BATCH = 25;
+const RENDER_BATCH = 50;
 /** Render batches dispatched ahead of the one being sent. */
 const RENDER_AHEAD = 4;
 

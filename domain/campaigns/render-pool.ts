@@ -21,9 +21,10 @@ export function createRenderPool(threads: number): RenderPool {
     // Idle threads go away, so a worker that sends no campaign holds no render threads.
     idleTimeout: 60_000,
     // Rendering allocates fast and keeps little: a bounded old generation makes V8 collect early instead of growing the
-    // heap (a 512 KB template compiled by MJML fits easily); a young generation of 48 MB (16 MB spent about a fifth of
-    // the thread in scavenges: BENCHMARKS.md) lets most of a message's garbage die young.
-    resourceLimits: { maxYoungGenerationSizeMb: 48, maxOldGenerationSizeMb: 128 },
+    // heap (a 512 KB template compiled by MJML fits easily); a young generation of 24 MB lets most of a message's
+    // garbage die young. It was 48 MB and 128 MB while quoted-printable and Liquid's generators made far more garbage
+    // per message; the smaller bounds keep a sending worker's memory down (BENCHMARKS.md › Campaign send, issue 28).
+    resourceLimits: { maxYoungGenerationSizeMb: 24, maxOldGenerationSizeMb: 64 },
   });
   return { render: async (task) => unpack(await pool.run(task)), close: () => pool.destroy() };
 }

@@ -104,10 +104,12 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
 }
 
 /**
- * V8 flags of the worker process (package.json's `worker` script has the same): a 32 MB young generation instead of
- * 16 MB, so the short-lived garbage of a campaign's SMTP hand-over dies in fewer scavenges (BENCHMARKS.md, issue 14).
+ * V8 flags of the worker process (package.json's `worker` script has the same): semi-spaces of at most 8 MB. The main
+ * thread once needed 32 MB for the garbage of nodemailer's per-message streams (issue 14); campaign messages now go
+ * to the socket as they come from the render threads (issue 28), and the smaller young generation keeps the worker's
+ * memory down (BENCHMARKS.md › Campaign send).
  */
-const WORKER_V8_FLAGS = ['--max-semi-space-size=32'];
+const WORKER_V8_FLAGS = ['--max-semi-space-size=8'];
 
 /** Runs a TypeScript entry point (api/server.ts, temporal/worker.ts) in its own Node process through tsx. */
 export function startTsProcess(
