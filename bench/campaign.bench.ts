@@ -2,11 +2,12 @@
 // to SENT, through the real stack (embedded Postgres, Temporal dev server, API and worker processes) to a loopback
 // SMTP sink that accepts everything. Reports seconds, messages per second, CPU seconds per process, the worker's peak
 // RSS, which worker sent which share (from the workflow histories), and checks that the sink got every recipient
-// exactly once. Loopback only; stops by itself.
+// exactly once. Also CPU milliseconds per message for every process and the machine's load average (1 min) around the send. Loopback only; stops by itself.
 // Options (env): RECIPIENTS (100000), WORKERS (worker processes, 1), BODY (campaign | html: the MJML newsletter of
 // bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS), any CAMPAIGN_* setting, SMTP_POOL_SIZE,
 // WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'), DKIM=1 (send from a domain created through the API,
 // with the DKIM key it generates, so every message is signed as production mail is).
+import os from 'node:os';
 import { startBenchStack, benchProject } from './stack';
 import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
 import { freePort } from '../scripts/services/process';
@@ -74,6 +75,7 @@ async function main() {
     const pids: Record<string, number> = { api: stack.api.child.pid!, bench: process.pid };
     stack.workers.forEach((w, i) => (pids[`worker${i ? `-${i + 1}` : ''}`] = w.child.pid!));
     const cpuBefore = cpuByProcess(pids);
+    const loadBefore = os.loadavg()[0];
     const workerPids = stack.workers.map((w) => w.child.pid!);
     const idleRss = workerPids.map((pid) => rssMb(pid, 'VmRSS'));
     const sendingRss = workerPids.map(() => 0);
@@ -103,6 +105,11 @@ async function main() {
       secondsSendToSent: Math.round(seconds * 10) / 10,
       messagesPerSecond: Math.round(sink.messages() / seconds),
       cpuSeconds: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round((v - (cpuBefore[k] ?? 0)) * 10) / 10])),
+      // The same per message sent, in milliseconds, for comparing with any peer's figures (listmonk's harness prints
+      // its CPU seconds and its receiver's). `bench` is the receiving SMTP server (smtp-server, in this process) and the
+      // status polling (one GET every 200 ms).
+      cpuMsPerMessage: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round(((v - (cpuBefore[k] ?? 0)) * 1_000_000) / Math.max(1, sink.messages())) / 1000])),
+      loadAverage: { before: loadBefore, after: os.loadavg()[0] },
       // The worker's resident memory: before the send, its maximum while sending (sampled every 250 ms), and its peak
       // since start (VmHWM, which includes bundling the workflow code at start-up).
       // Per worker: the share calls (rounds) it completed, which shares, and the messages they sent (from the histories).
