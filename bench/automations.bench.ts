@@ -10,7 +10,7 @@
 import os from 'node:os';
 import { startBenchStack, benchProject } from './stack';
 import { freePort } from '../scripts/services/process';
-import { cpuByProcess, mainNodeProcess, rssMb } from './proc';
+import { cpuByProcess, cpuOfPids, mainNodeProcess, rssMb } from './proc';
 import { startTimingSink } from './smtp-sink';
 
 const CONTACTS = Number(process.env.CONTACTS ?? 10_000);
@@ -51,6 +51,10 @@ async function main() {
     // the statements that took Postgres' time during the run, per database (Temporal's and ours).
     if (process.env.PG_STATEMENTS) await stack.db.query('create extension if not exists pg_stat_statements; select pg_stat_statements_reset()');
     const cpuBefore = cpuByProcess(pids);
+    // Postgres' CPU by database: each backend's CPU, summed by the database it serves (Temporal's, its visibility
+    // store's, ours), from the backends there at the end (pools keep theirs; one that ended meanwhile is not counted).
+    const backends = async () => (await stack.db.query<{ pid: number; db: string }>('select pid, datname as db from pg_stat_activity where datname is not null')).rows;
+    const backendCpuBefore = cpuOfPids((await backends()).map((b) => b.pid));
     const loadBefore = Math.round(os.loadavg()[0]! * 100) / 100;
     const idleRss = rssMb(workerPid, 'VmRSS');
     let maxRss = idleRss;
@@ -82,6 +86,10 @@ async function main() {
     const allDelivered = (Date.now() - started) / 1000;
     clearInterval(sampler);
     const cpuAfter = cpuByProcess(pids);
+    const backendsAfter = await backends();
+    const backendCpuAfter = cpuOfPids(backendsAfter.map((b) => b.pid));
+    const postgresByDatabase: Record<string, number> = {};
+    for (const b of backendsAfter) postgresByDatabase[b.db] = (postgresByDatabase[b.db] ?? 0) + backendCpuAfter.get(b.pid)! - (backendCpuBefore.get(b.pid) ?? 0);
     // Executions started: the rows, stored just before each run starts, from the first to the last.
     const { rows: [x] } = await stack.db.query<{ n: number; first: Date; last: Date }>(
       'select count(*)::int as n, min(started_at) as first, max(started_at) as last from automation_executions where automation_id = $1',
@@ -144,6 +152,7 @@ async function main() {
       workerRssMb: { beforeRun: idleRss, maxWhileRunning: maxRss, peakSinceStart: rssMb(workerPid, 'VmHWM') },
       cpuSeconds: Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, Math.round(v * 10) / 10])),
       cpuMsPerRun: Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, Math.round((v / CONTACTS) * 10_000) / 10])),
+      postgresCpuMsPerRunByDatabase: Object.fromEntries(Object.entries(postgresByDatabase).map(([k, v]) => [k, Math.round((v / CONTACTS) * 10_000) / 10])),
       loadAverage1m: { before: loadBefore, after: Math.round(os.loadavg()[0]! * 100) / 100 },
     };
     console.log(JSON.stringify(report, null, 2));

@@ -68,3 +68,18 @@ export function mainNodeProcess(pid: number): number {
   }
   return pid;
 }
+
+/** CPU seconds of each of these pids now (0 for one that has gone). */
+export function cpuOfPids(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) / TICK);
+    } catch {
+      out.set(pid, 0);
+    }
+  }
+  return out;
+}

@@ -10,7 +10,7 @@ import type { BenchStackOptions } from './stack';
 
 /**
  * `STACK=rehearsal`: a benchmark on the production rehearsal (README › Production rehearsal) instead of the dev stack:
- * the real Temporal server on Postgres, two APIs behind the loopback balancer (`apiUrl`), WORKERS workers (compose's
+ * the real Temporal server on Postgres, two APIs behind the loopback balancer (`apiUrl`), the benchmark's workers or WORKERS (compose's
  * two by default), the inbound server, each process with NODE_ENV=production and compose's environment. What the dev
  * stack sets for benchmarks goes the ways compose allows: a variable compose reads (CAMPAIGN_PARTITIONS, LOG_LEVEL)
  * as one, the rest as the rehearsal's extra settings. Node flags for the workers (WORKER_NODE_ARGS) go in their
@@ -39,7 +39,7 @@ export async function startRehearsalBenchStack(opts: BenchStackOptions) {
     vars,
     extraEnv,
     roleEnv: { worker: { ...workerEnv, ...nodeOptions(opts.workerNodeArgs) }, api: nodeOptions(opts.apiNodeArgs) },
-    workers: opts.workers,
+    workers: opts.workers ?? (process.env.WORKERS ? Number(process.env.WORKERS) : undefined),
     ui: false,
     temporal: {
       numHistoryShards: process.env.REHEARSAL_SHARDS ? Number(process.env.REHEARSAL_SHARDS) : undefined,
