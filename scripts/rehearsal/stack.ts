@@ -92,6 +92,8 @@ export interface Rehearsal {
   /** The app process of that name as it runs now (a `restart` replaces it). */
   process(name: string): ManagedProcess;
   balancerCounts(): number[];
+  /** Stops Postgres (a fast shutdown: every session ends) for `downMs`, then starts it again; nothing else restarts. */
+  restartPostgres(downMs: number): Promise<void>;
   /** Kills a process with SIGKILL (a crash: no draining) and starts it again; an API is back once it serves. */
   restart(name: string): Promise<void>;
   stop(): Promise<void>;
@@ -257,6 +259,7 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
         return app.proc;
       },
       balancerCounts: () => balancer.counts(),
+      restartPostgres: (downMs) => pg.restart(downMs),
       async restart(name) {
         const i = apps.findIndex((a) => a.name === name);
         if (i < 0) throw new Error(`no process ${name} (have ${apps.map((a) => a.name).join(', ')})`);
@@ -264,6 +267,9 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
         apps.splice(i, 1, { ...old }); // the old entry leaves `apps` first, so its exit is not unexpected
         signal(old.proc.child, 'SIGKILL', true);
         await old.proc.exited;
+        // npm's exit is not its node process's: until the whole group is gone, the old API may still accept on its
+        // port, and the wait below would take that for the new one.
+        await groupGone(old.proc.child.pid!, 10_000);
         apps[i] = spawnApp(old);
         if (old.role === 'api') await waitForHttp(`http://${IP}:${old.port}`, 120_000);
       },
@@ -386,6 +392,17 @@ async function runSearchAttributeJob(cli: string, addresses: Record<string, stri
     log(`search attributes: ${want.join(', ')}`);
   } finally {
     await connection.close();
+  }
+}
+
+/** Resolves once no process of group `pgid` is left (or after `timeoutMs`). */
+async function groupGone(pgid: number, timeoutMs: number): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return;
+    }
   }
 }
 
