@@ -34,8 +34,9 @@ module.exports = {
     tier('mta', ['mta']),
     // The production rehearsal (scripts/rehearsal.ts: real Temporal server on Postgres, docker-compose.yml's jobs, two
     // APIs, two workers): the stack tests of sends, campaigns and their schedules, automations, imports and domains.
-    tier('rehearsal', ['integration'], {
-      testMatch: ['**/test/integration/{send,delivery,campaign-send,campaigns,automations,automation-runs,import,domains}.test.ts'],
+    // test/rehearsal: faults of the cluster (a worker, an API, Postgres) on the same rehearsal, one file at a time.
+    tier('rehearsal', ['integration', 'rehearsal'], {
+      testMatch: ['**/test/integration/{send,delivery,campaign-send,campaigns,automations,automation-runs,import,domains}.test.ts', '**/test/rehearsal/*.test.ts'],
       globalSetup: '<rootDir>/test/rehearsal-global-setup.ts',
       globalTeardown: '<rootDir>/test/global-teardown.ts',
     }),

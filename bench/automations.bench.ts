@@ -5,10 +5,12 @@
 // the worker's peak RSS, CPU seconds per process, and checks every contact got both emails exactly once.
 // Loopback only; stops by itself. Options (env): CONTACTS (10000), CONCURRENCY (track calls in flight, 32), RATE (track
 // calls per second at most; default: as fast as CONCURRENCY allows), to see the latency of a stack that keeps up;
+// STACK=rehearsal runs it on the production rehearsal (bench/rehearsal-stack.ts) instead of the dev stack;
 // WINDOW (seconds per row of eventToFirstEmailByWindow, 10), WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof').
+import os from 'node:os';
 import { startBenchStack, benchProject } from './stack';
 import { freePort } from '../scripts/services/process';
-import { cpuByProcess, rssMb } from './proc';
+import { cpuByProcess, cpuOfPids, mainNodeProcess, rssMb } from './proc';
 import { startTimingSink } from './smtp-sink';
 
 const CONTACTS = Number(process.env.CONTACTS ?? 10_000);
@@ -42,9 +44,18 @@ async function main() {
     await call('POST', `/workflows/${wf.id}/transitions`, { fromStepId: delay, toStepId: second });
     await call('PATCH', `/workflows/${wf.id}`, { enabled: true });
 
-    const workerPid = stack.workers[0]!.child.pid!;
-    const pids = { api: stack.api.child.pid!, worker: workerPid, bench: process.pid };
+    const workerPid = mainNodeProcess(stack.workers[0]!.child.pid!);
+    // Every app process by name (the rehearsal's api-1, api-2, worker-1, worker-2, inbound), Postgres and Temporal by command.
+    const pids = { ...stack.pids(), bench: process.pid };
+    // PG_STATEMENTS=1 (with pg_stat_statements preloaded, e.g. REHEARSAL_PG_SETTINGS=shared_preload_libraries=pg_stat_statements):
+    // the statements that took Postgres' time during the run, per database (Temporal's and ours).
+    if (process.env.PG_STATEMENTS) await stack.db.query('create extension if not exists pg_stat_statements; select pg_stat_statements_reset()');
     const cpuBefore = cpuByProcess(pids);
+    // Postgres' CPU by database: each backend's CPU, summed by the database it serves (Temporal's, its visibility
+    // store's, ours), from the backends there at the end (pools keep theirs; one that ended meanwhile is not counted).
+    const backends = async () => (await stack.db.query<{ pid: number; db: string }>('select pid, datname as db from pg_stat_activity where datname is not null')).rows;
+    const backendCpuBefore = cpuOfPids((await backends()).map((b) => b.pid));
+    const loadBefore = Math.round(os.loadavg()[0]! * 100) / 100;
     const idleRss = rssMb(workerPid, 'VmRSS');
     let maxRss = idleRss;
     const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssMb(workerPid, 'VmRSS'))), 250);
@@ -75,6 +86,10 @@ async function main() {
     const allDelivered = (Date.now() - started) / 1000;
     clearInterval(sampler);
     const cpuAfter = cpuByProcess(pids);
+    const backendsAfter = await backends();
+    const backendCpuAfter = cpuOfPids(backendsAfter.map((b) => b.pid));
+    const postgresByDatabase: Record<string, number> = {};
+    for (const b of backendsAfter) postgresByDatabase[b.db] = (postgresByDatabase[b.db] ?? 0) + backendCpuAfter.get(b.pid)! - (backendCpuBefore.get(b.pid) ?? 0);
     // Executions started: the rows, stored just before each run starts, from the first to the last.
     const { rows: [x] } = await stack.db.query<{ n: number; first: Date; last: Date }>(
       'select count(*)::int as n, min(started_at) as first, max(started_at) as last from automation_executions where automation_id = $1',
@@ -115,8 +130,10 @@ async function main() {
     // The contacts' messages only (the bench user's signup verification email reaches the sink too).
     const counts = [...trackedAt.keys()].map((email) => sink.arrivals.get(email)?.length ?? 0);
     const span = (x!.last.getTime() - x!.first.getTime()) / 1000;
+    const cpuSeconds = Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, v - (cpuBefore[k] ?? 0)]));
     const report = {
       date: new Date().toISOString().slice(0, 10),
+      stack: stack.stack,
       contacts: CONTACTS,
       trackConcurrency: CONCURRENCY,
       trackRatePerSecond: RATE || 'unpaced',
@@ -127,13 +144,29 @@ async function main() {
       eventToFirstEmailByWindow: byWindow,
       stagesMs: { eventToExecutionStored: pct(stages[0]!.dispatch), executionStoredToFirstEmailSent: pct(stages[0]!.toFirstEmail) },
       secondsUntilAllEmailsDelivered: Math.round(allDelivered * 10) / 10,
+      // Runs completed per second: every run's two emails delivered, from the first track call to the last email.
+      runsCompletedPerSecond: Math.round((CONTACTS / allDelivered) * 10) / 10,
       emails: sink.messages(),
       everyContactTwiceExactly: counts.length === CONTACTS && counts.every((c) => c === 2),
       executionStatuses: Object.fromEntries(statuses.map((s) => [s.status, s.n])),
       workerRssMb: { beforeRun: idleRss, maxWhileRunning: maxRss, peakSinceStart: rssMb(workerPid, 'VmHWM') },
-      cpuSeconds: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round((v - (cpuBefore[k] ?? 0)) * 10) / 10])),
+      cpuSeconds: Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, Math.round(v * 10) / 10])),
+      cpuMsPerRun: Object.fromEntries(Object.entries(cpuSeconds).map(([k, v]) => [k, Math.round((v / CONTACTS) * 10_000) / 10])),
+      postgresCpuMsPerRunByDatabase: Object.fromEntries(Object.entries(postgresByDatabase).map(([k, v]) => [k, Math.round((v / CONTACTS) * 10_000) / 10])),
+      loadAverage1m: { before: loadBefore, after: Math.round(os.loadavg()[0]! * 100) / 100 },
     };
     console.log(JSON.stringify(report, null, 2));
+    if (process.env.PG_STATEMENTS) {
+      const { rows: top } = await stack.db.query<{ db: string; calls: number; ms: number; query: string }>(
+        `select d.datname as db, s.calls::int, round(s.total_exec_time)::int as ms, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 160) as query
+         from pg_stat_statements s join pg_database d on d.oid = s.dbid order by s.total_exec_time desc limit 25`,
+      );
+      const { rows: byDb } = await stack.db.query<{ db: string; calls: number; ms: number }>(
+        `select d.datname as db, sum(s.calls)::int as calls, round(sum(s.total_exec_time))::int as ms
+         from pg_stat_statements s join pg_database d on d.oid = s.dbid group by 1 order by 3 desc`,
+      );
+      console.log(JSON.stringify({ statementsByDatabase: byDb, topStatements: top }, null, 1));
+    }
   } finally {
     await stack.stop();
     await sink.stop();

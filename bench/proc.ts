@@ -4,7 +4,9 @@ const TICK = 100; // clock ticks per second on Linux
 
 /**
  * CPU seconds (user + system) of this benchmark's processes: itself (with the sink), and its descendants, named by pid
- * for the API and the workers, by command for the rest (Postgres and its backends, the Temporal dev server).
+ * for the API and the workers (a named process counts with its children: the rehearsal starts each app as `npm run
+ * <script>`, whose node process is the grandchild), by command for the rest (Postgres and its backends, the Temporal
+ * dev server or the rehearsal's `temporal-server`).
  */
 export function cpuByProcess(pids: Record<string, number>): Record<string, number> {
   const procs = new Map<number, { ppid: number; comm: string; seconds: number }>();
@@ -19,15 +21,22 @@ export function cpuByProcess(pids: Record<string, number>): Record<string, numbe
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     procs.set(Number(entry), { ppid: Number(fields[1]), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (Number(fields[11]) + Number(fields[12])) / TICK });
   }
-  const ours = (pid: number): boolean => {
-    for (let p = pid, hops = 0; p > 1 && hops < 20; p = procs.get(p)?.ppid ?? 0, hops++) if (p === process.pid) return true;
-    return false;
+  const names = new Map<number, string>();
+  for (const [name, pid] of Object.entries(pids)) if (!names.has(pid)) names.set(pid, name);
+  // The nearest named process up the tree (the process itself first), and whether the tree reaches this one.
+  const owner = (pid: number): { named?: string; ours: boolean } => {
+    let named: string | undefined;
+    for (let p = pid, hops = 0; p > 1 && hops < 20; p = procs.get(p)?.ppid ?? 0, hops++) {
+      named ??= p !== process.pid ? names.get(p) : undefined;
+      if (p === process.pid) return { named, ours: true };
+    }
+    return { named, ours: false };
   };
   const out: Record<string, number> = {};
   for (const [pid, p] of procs) {
-    const named = Object.entries(pids).find(([, n]) => n === pid)?.[0];
-    if (!named && !ours(pid)) continue;
-    const group = named ?? (p.comm === 'postgres' || p.comm === 'temporal' ? p.comm : 'other');
+    const { named, ours } = owner(pid);
+    if (!named && !ours) continue;
+    const group = pid === process.pid ? (names.get(pid) ?? 'other') : (named ?? (p.comm === 'postgres' ? 'postgres' : p.comm.startsWith('temporal') ? 'temporal' : 'other'));
     out[group] = (out[group] ?? 0) + p.seconds;
   }
   return out;
@@ -37,4 +46,40 @@ export function cpuByProcess(pids: Record<string, number>): Record<string, numbe
 export function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+/**
+ * The node process that does the work under `pid`: itself, or for the rehearsal's `npm run <script>` (npm, then a
+ * shell) the first `node` process below it.
+ */
+export function mainNodeProcess(pid: number): number {
+  const comm = (p: number) => fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim();
+  const children = (p: number) => {
+    try {
+      return fs.readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  };
+  for (let queue = [pid]; queue.length; ) {
+    const p = queue.shift()!;
+    if (comm(p) === 'node') return p;
+    queue.push(...children(p));
+  }
+  return pid;
+}
+
+/** CPU seconds of each of these pids now (0 for one that has gone). */
+export function cpuOfPids(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) / TICK);
+    } catch {
+      out.set(pid, 0);
+    }
+  }
+  return out;
 }

@@ -1,11 +1,14 @@
 // `npm run bench:send`: /v1/send accept rate (one recipient per call) and delivery rate to an SMTP server, on the
 // real stack (embedded Postgres, Temporal dev server, API and worker processes). Loopback only; stops by itself.
 // Options (env): DURATION seconds (20), CONNECTIONS (64), TEMPLATED=1 to send a stored template with data (Liquid
-// with defaults and a loop, two tracked links, the open pixel, unsubscribe links, a plain-text part).
+// with defaults and a loop, two tracked links, the open pixel, unsubscribe links, a plain-text part); STACK=rehearsal
+// to run it on the production rehearsal (two APIs behind the balancer, two workers, the real Temporal server).
+import os from 'node:os';
 import autocannon from 'autocannon';
 import { startSmtpSink } from './smtp-sink';
 import { startBenchStack, benchProject } from './stack';
 import { freePort } from '../scripts/services/process';
+import { cpuByProcess } from './proc';
 
 const DURATION = Number(process.env.DURATION ?? 20);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
@@ -57,6 +60,10 @@ async function main() {
     // Warm-up: JIT, connection pools, the worker's workflow cache.
     await autocannon({ url: `${stack.apiUrl}/v1/send`, method: 'POST', connections: 8, duration: 3, headers, requests: [{ setupRequest: (r) => ({ ...r, body: body() }) }] });
     const sentBefore = sink.state.received;
+    // CPU per process over the load and the drain: each API and worker by name, Postgres and Temporal by command.
+    const pids = { ...stack.pids(), bench: process.pid };
+    const cpuBefore = cpuByProcess(pids);
+    const loadBefore = os.loadavg()[0]!;
     const started = Date.now();
     const result = await autocannon({
       url: `${stack.apiUrl}/v1/send`,
@@ -74,6 +81,7 @@ async function main() {
     while ((await pendingCount()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
     const totalAccepted = Number((await stack.db.query(`select count(*) from emails`)).rows[0].count);
     const drainedAt = Date.now();
+    const cpuAfter = cpuByProcess(pids);
     const delivered = sink.state.received - sentBefore;
     const { rows } = await stack.db.query(`select status, count(*)::int as n from emails group by status order by status`);
     const workflows = Number((await stack.db.query(`select count(distinct workflow_id) from emails`)).rows[0].count);
@@ -95,6 +103,10 @@ async function main() {
       deliveryWorkflows: workflows,
       emailsPerWorkflow: Math.round((totalAccepted / workflows) * 10) / 10,
       allAcceptedDelivered: sink.state.received === totalAccepted,
+      stack: stack.stack,
+      cpuSeconds: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round((v - (cpuBefore[k] ?? 0)) * 10) / 10])),
+      cpuMsPerAcceptedEmail: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round(((v - (cpuBefore[k] ?? 0)) / Math.max(1, totalAccepted)) * 100_000) / 100])),
+      loadAverage1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(os.loadavg()[0]! * 100) / 100 },
     };
     console.log(JSON.stringify(report, null, 2));
   } finally {

@@ -6,9 +6,30 @@ import { Pool } from 'pg';
 import { startInfrastructure, startTsProcess, waitForHttp, waitForWorker } from '../scripts/services/stack';
 import { freePort, waitForPort } from '../scripts/services/process';
 import { campaignShareQueue } from '../temporal/definitions';
+import { startRehearsalBenchStack } from './rehearsal-stack';
 
-/** The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker. */
-export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: string[]; workerNodeArgs?: string[]; workerEnv?: Record<string, string>; workers?: number; inbound?: boolean }) {
+export interface BenchStackOptions {
+  smtpUrl: string;
+  apiNodeArgs?: string[];
+  workerNodeArgs?: string[];
+  workerEnv?: Record<string, string>;
+  workers?: number;
+  inbound?: boolean;
+}
+
+/**
+ * The real stack for a benchmark run, in a throw-away folder: Postgres, Temporal, the API and the worker (the dev
+ * stack: the Temporal CLI's dev server), or with `STACK=rehearsal` the production rehearsal (bench/rehearsal-stack.ts:
+ * the real Temporal server on Postgres, two APIs behind the balancer, two workers, NODE_ENV=production).
+ */
+export async function startBenchStack(opts: BenchStackOptions) {
+  if (process.env.STACK === 'rehearsal') return startRehearsalBenchStack(opts);
+  if (process.env.STACK && process.env.STACK !== 'dev') throw new Error(`STACK is dev (the default) or rehearsal, not ${process.env.STACK}`);
+  return startDevBenchStack(opts);
+}
+
+/** What a benchmark's report names by process: the dev stack's API and workers. */
+async function startDevBenchStack(opts: BenchStackOptions) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mailwright-bench-'));
   fs.chmodSync(dataDir, 0o755);
   const [pg, temporal, smtp, web, apiPort, inboundPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
@@ -55,7 +76,14 @@ export async function startBenchStack(opts: { smtpUrl: string; apiNodeArgs?: str
     await stop();
     throw err;
   }
-  return { apiUrl, db, dataDir, stop, api, workers, inbound, inboundPort, databaseUrl: infra.env.DATABASE_URL!, temporalAddress: infra.env.TEMPORAL_ADDRESS! };
+  // The app processes by the names the reports give them, for cpuByProcess (Postgres and Temporal go by command).
+  const pids = () => {
+    const named: Record<string, number> = { api: api.child.pid! };
+    workers.forEach((w, i) => (named[`worker${i ? `-${i + 1}` : ''}`] = w.child.pid!));
+    if (inbound) named.inbound = inbound.child.pid!;
+    return named;
+  };
+  return { stack: 'dev' as const, apiUrl, db, dataDir, stop, api, workers, inbound, inboundPort, databaseUrl: infra.env.DATABASE_URL!, temporalAddress: infra.env.TEMPORAL_ADDRESS!, pids };
 }
 
 /** A user, a project and a verified sender domain; returns the secret key. */

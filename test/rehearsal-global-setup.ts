@@ -45,8 +45,13 @@ export default async function globalSetup(): Promise<void> {
     throw err;
   }
   const r = rehearsal;
-  // Crash tests kill the first worker (the second keeps polling) or the first API (the balancer skips it meanwhile).
-  const control = await startControlServer({ '/restart': () => r.restart('worker-1'), '/restart-api': () => r.restart('api-1') });
+  // Crash tests kill the first worker (the second keeps polling) or the first API (the balancer skips it meanwhile);
+  // the fault tests of test/rehearsal also stop Postgres for 8 s (`/restart-postgres`).
+  const control = await startControlServer({
+    '/restart': () => r.restart('worker-1'),
+    '/restart-api': () => r.restart('api-1'),
+    '/restart-postgres': () => r.restartPostgres(8_000),
+  });
   globalThis.__MAILWRIGHT_STACK__ = {
     async stop() {
       await control.stop();

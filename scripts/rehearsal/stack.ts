@@ -42,6 +42,12 @@ export interface RehearsalOptions {
    * key compose sets is refused: those change only through compose's own variables.
    */
   extraEnv?: Record<string, string>;
+  /** Like `extraEnv`, for one role's processes only (a benchmark's NODE_OPTIONS for the workers, say). */
+  roleEnv?: Partial<Record<AppRole, Record<string, string>>>;
+  /** The Temporal server's history shards (default: the auto-setup image's 4) and dynamic config (none by default). */
+  temporal?: { numHistoryShards?: number; dynamicConfig?: Record<string, unknown>; pprofPort?: number };
+  /** Postgres settings beyond the image's defaults (`name=value`), for a benchmark's measurements. */
+  postgresSettings?: string[];
   /** API processes behind the loopback balancer (default 2; compose runs one, a deployment puts several behind its balancer). */
   apis?: number;
   /** Worker processes (default: compose's `deploy.replicas` of the worker). */
@@ -83,7 +89,11 @@ export interface Rehearsal {
   /** The jobs run before the services, in order, for the banner and README. */
   jobs: string[];
   processes(): { name: string; pid?: number; port?: number; metricsPort: number }[];
+  /** The app process of that name as it runs now (a `restart` replaces it). */
+  process(name: string): ManagedProcess;
   balancerCounts(): number[];
+  /** Stops Postgres (a fast shutdown: every session ends) for `downMs`, then starts it again; nothing else restarts. */
+  restartPostgres(downMs: number): Promise<void>;
   /** Kills a process with SIGKILL (a crash: no draining) and starts it again; an API is back once it serves. */
   restart(name: string): Promise<void>;
   stop(): Promise<void>;
@@ -113,7 +123,7 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
     const pgPort = await freePort();
     const pgService = composeService('postgres', opts.vars ?? {});
     log(`starting Postgres on ${IP}:${pgPort}`);
-    const pg = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port: pgPort, database: 'postgres', persistent: false });
+    const pg = await startEmbeddedPostgres({ dataDir: path.join(dataDir, 'postgres'), port: pgPort, database: 'postgres', persistent: false, settings: opts.postgresSettings });
     stops.push(pg.stop);
     // The user and database compose's postgres image creates from POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DB.
     const pgEnv = pgService.environment;
@@ -132,7 +142,11 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
     const server = await startTemporalServer({
       binary: serverBin,
       dir: path.join(dataDir, 'temporal'),
-      config: temporalServerConfig(store, temporalPorts),
+      config: temporalServerConfig(store, temporalPorts, opts.temporal?.numHistoryShards, {
+        dynamicConfigFile: opts.temporal?.dynamicConfig ? path.join(dataDir, 'temporal', 'config', 'dynamicconfig.yaml') : undefined,
+        pprofPort: opts.temporal?.pprofPort,
+      }),
+      dynamicConfig: opts.temporal?.dynamicConfig,
       port: temporalPorts.frontend,
       logFile: path.join(dataDir, 'temporal.log'),
     });
@@ -179,7 +193,8 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
     const appProcessEnv = async (role: AppRole | 'migrate', port?: number) => {
       const metricsPort = await freePort();
       const svc = composeService(role, { ...vars, METRICS_PORT: String(metricsPort), WORKER_METRICS_PORT: String(metricsPort), INBOUND_METRICS_PORT: String(metricsPort) });
-      const env = oneMachineEnv(svc, addresses, { PORT: String(port ?? 0), INBOUND_SMTP_PORT: String(inboundPort) }, opts.extraEnv ?? {});
+      const extra = { ...opts.extraEnv, ...(role === 'migrate' ? {} : opts.roleEnv?.[role]) };
+      const env = oneMachineEnv(svc, addresses, { PORT: String(port ?? 0), INBOUND_SMTP_PORT: String(inboundPort) }, extra);
       return { svc, env: { ...baseEnv(), ...recipe.env, ...env }, metricsPort };
     };
     const migrate = await appProcessEnv('migrate');
@@ -238,7 +253,13 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
       appDir,
       jobs,
       processes: () => apps.map((a) => ({ name: a.name, pid: a.proc.child.pid, port: a.port, metricsPort: a.metricsPort })),
+      process(name) {
+        const app = apps.find((a) => a.name === name);
+        if (!app) throw new Error(`no process ${name} (have ${apps.map((a) => a.name).join(', ')})`);
+        return app.proc;
+      },
       balancerCounts: () => balancer.counts(),
+      restartPostgres: (downMs) => pg.restart(downMs),
       async restart(name) {
         const i = apps.findIndex((a) => a.name === name);
         if (i < 0) throw new Error(`no process ${name} (have ${apps.map((a) => a.name).join(', ')})`);
@@ -246,6 +267,9 @@ export async function startRehearsal(opts: RehearsalOptions): Promise<Rehearsal>
         apps.splice(i, 1, { ...old }); // the old entry leaves `apps` first, so its exit is not unexpected
         signal(old.proc.child, 'SIGKILL', true);
         await old.proc.exited;
+        // npm's exit is not its node process's: until the whole group is gone, the old API may still accept on its
+        // port, and the wait below would take that for the new one.
+        await groupGone(old.proc.child.pid!, 10_000);
         apps[i] = spawnApp(old);
         if (old.role === 'api') await waitForHttp(`http://${IP}:${old.port}`, 120_000);
       },
@@ -368,6 +392,17 @@ async function runSearchAttributeJob(cli: string, addresses: Record<string, stri
     log(`search attributes: ${want.join(', ')}`);
   } finally {
     await connection.close();
+  }
+}
+
+/** Resolves once no process of group `pgid` is left (or after `timeoutMs`). */
+async function groupGone(pgid: number, timeoutMs: number): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    try {
+      process.kill(-pgid, 0);
+    } catch {
+      return;
+    }
   }
 }
 

