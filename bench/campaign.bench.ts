@@ -11,7 +11,7 @@ import os from 'node:os';
 import { startBenchStack, benchProject } from './stack';
 import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
 import { freePort } from '../scripts/services/process';
-import { cpuByProcess, rssMb } from './proc';
+import { cpuByProcess, mainNodeProcess, rssMb } from './proc';
 import { startTimingSink } from './smtp-sink';
 import { sharesByWorker } from './shares';
 
@@ -72,11 +72,12 @@ async function main() {
       audienceType: 'ALL',
     });
     const id = campaign.id as string;
-    const pids: Record<string, number> = { api: stack.api.child.pid!, bench: process.pid };
-    stack.workers.forEach((w, i) => (pids[`worker${i ? `-${i + 1}` : ''}`] = w.child.pid!));
+    // Every app process by name (on STACK=rehearsal: each API and worker); Postgres and Temporal go by command.
+    const pids: Record<string, number> = { ...stack.pids(), bench: process.pid };
     const cpuBefore = cpuByProcess(pids);
     const loadBefore = os.loadavg()[0];
-    const workerPids = stack.workers.map((w) => w.child.pid!);
+    // The worker's own node process (on the rehearsal its `npm run` wrapper is the child), for its memory.
+    const workerPids = stack.workers.map((w) => mainNodeProcess(w.child.pid!));
     const idleRss = workerPids.map((pid) => rssMb(pid, 'VmRSS'));
     const sendingRss = workerPids.map(() => 0);
     const sampler = setInterval(() => workerPids.forEach((pid, i) => (sendingRss[i] = Math.max(sendingRss[i]!, rssMb(pid, 'VmRSS')))), 250);
