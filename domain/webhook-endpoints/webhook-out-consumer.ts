@@ -26,6 +26,8 @@ interface EndpointMatch {
 export function createWebhookOutConsumer(control: () => Promise<WebhookDeliveryControl>): EventConsumer {
   return {
     name: 'webhooks-out',
+    // Events of a project without an enabled endpoint are not even queued (migration 20261127190000).
+    projectScoped: true,
     async handle(events: OutboxEvent[], { pool }) {
       const db = sql(pool);
       const projects = [...new Set(events.map((e) => e.projectId))];

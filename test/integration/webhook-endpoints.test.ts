@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { api } from '../helpers/api';
 import { expectStatus, projectWithDomain } from '../helpers/automations';
-import { closeDb } from '../helpers/db';
+import { closeDb, db } from '../helpers/db';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { waitFor } from '../helpers/wait';
 
@@ -217,4 +217,47 @@ test('an endpoint whose every attempt fails for WEBHOOK_ENDPOINT_DISABLE_AFTER (
 
   const enabled = expectStatus(await call('PATCH', `/webhook-endpoints/${ep.id}`, { enabled: true }), 200);
   expect(enabled).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
+});
+
+/**
+ * The consumers the outbox trigger queues an event for, seen inside the recording transaction (rolled back, so the
+ * dispatcher never sees it): the event is inserted as any writer inserts one.
+ */
+async function queuedFor(projectId: string, contactId: string): Promise<string[]> {
+  const client = await db().connect();
+  try {
+    await client.query('begin');
+    const { rows } = await client.query<{ id: string }>(
+      `insert into events (id, project_id, contact_id, name, data, source) values (gen_random_uuid(), $1, $2, 'interest_probe', '{}', 'TRACKED') returning id`,
+      [projectId, contactId],
+    );
+    const queued = await client.query<{ consumer: string }>('select consumer from event_outbox where event_id = $1 order by consumer', [rows[0]!.id]);
+    return queued.rows.map((r) => r.consumer);
+  } finally {
+    await client.query('rollback');
+    client.release();
+  }
+}
+
+test('the outbox queues webhooks-out only for projects with an enabled endpoint (create, disable, enable, delete, two endpoints)', async () => {
+  const p = await createTestProject('webhooks-out-interest');
+  const contactId: string = expectStatus(await call('POST', '/v1/track', { email: `interest-${tag()}@example.com`, event: 'seen' }, p), 200).data.contact;
+  const queued = () => queuedFor(p.projectId, contactId);
+  // The other consumers get it (the trigger ran), webhooks-out does not: the project has no endpoint.
+  expect(await queued()).toEqual(expect.arrayContaining(['analytics']));
+  expect(await queued()).not.toContain('webhooks-out');
+  const off = await endpoint({ eventTypes: ['*'], enabled: false }, p);
+  expect(await queued()).not.toContain('webhooks-out');
+  const on = await endpoint({ eventTypes: ['email.sent'] }, p);
+  expect(await queued()).toContain('webhooks-out');
+  expectStatus(await call('PATCH', `/webhook-endpoints/${on.id}`, { enabled: false }, p), 200);
+  expect(await queued()).not.toContain('webhooks-out');
+  expectStatus(await call('PATCH', `/webhook-endpoints/${off.id}`, { enabled: true }, p), 200);
+  expectStatus(await call('PATCH', `/webhook-endpoints/${on.id}`, { enabled: true }, p), 200);
+  expect(await queued()).toContain('webhooks-out');
+  // One of two enabled endpoints goes: the project is still listed; the second goes: it is not.
+  expect((await call('DELETE', `/webhook-endpoints/${off.id}`, undefined, p)).status).toBe(204);
+  expect(await queued()).toContain('webhooks-out');
+  expect((await call('DELETE', `/webhook-endpoints/${on.id}`, undefined, p)).status).toBe(204);
+  expect(await queued()).not.toContain('webhooks-out');
 });
