@@ -12,6 +12,12 @@ export interface AttemptSettings extends AddressPolicy {
   timeoutMs: number;
   /** WEBHOOK_ENDPOINT_DISABLE_AFTER: an endpoint whose every attempt failed for this long is disabled. */
   disableAfterMs: number;
+  /**
+   * Tells the project's owners that the service disabled the endpoint (noticeEndpointDisabled): called by the attempt
+   * that disables it and by any later one that finds the notice still due; what it throws fails the attempt, which is
+   * retried.
+   */
+  noticeDisabled?: (endpointId: string) => Promise<unknown>;
 }
 
 /**
@@ -28,6 +34,7 @@ interface Target {
   endpointId: string;
   secret: string;
   previousSecret: string | null;
+  noticeDue: boolean;
 }
 
 /**
@@ -39,13 +46,15 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
   const db = sql(source);
   const t = await db.one<Target>(
     `select d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
-            case when e.previous_secret_expires_at > now() then e.previous_secret end as "previousSecret"
+            case when e.previous_secret_expires_at > now() then e.previous_secret end as "previousSecret",
+            (not e.enabled and e.disabled_reason is not null and e.owners_notified_at is null) as "noticeDue"
      from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where d.id = $1`,
     [deliveryId],
   );
   if (!t) return { outcome: 'done', skipped: 'the endpoint or delivery was deleted' };
   if (t.status === 'SUCCEEDED') return { outcome: 'done', skipped: 'delivered already' };
   if (!t.enabled) {
+    if (t.noticeDue) await settings.noticeDisabled?.(t.endpointId);
     await db.run(`update webhook_deliveries set status = 'CANCELLED', updated_at = now() where id = $1 and status = 'PENDING'`, [deliveryId]);
     return { outcome: 'done', skipped: 'the endpoint is disabled' };
   }
@@ -81,14 +90,16 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
     await db.run('update webhook_endpoints set failing_since = null where id = $1 and failing_since is not null', [t.endpointId]);
     return { outcome: 'done', status: status ?? undefined };
   }
-  await db.run(
+  const after = await db.one<{ noticeDue: boolean }>(
     `update webhook_endpoints set failing_since = coalesce(failing_since, now()),
        enabled = case when failing_since < now() - $2 * interval '1 millisecond' then false else enabled end,
        disabled_reason = case when failing_since < now() - $2 * interval '1 millisecond'
          then 'Every attempt failed since ' || to_char(failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') else disabled_reason end
-     where id = $1`,
+     where id = $1
+     returning (not enabled and disabled_reason is not null and owners_notified_at is null) as "noticeDue"`,
     [t.endpointId, settings.disableAfterMs],
   );
+  if (after?.noticeDue) await settings.noticeDisabled?.(t.endpointId);
   return { outcome: failure.retryable ? 'retry' : 'failed', error: failure.message, status: status ?? undefined };
 }
 

@@ -25,6 +25,8 @@ export const WebhookEndpoint = defineEntity({
     failingSince: p.datetime().nullable(),
     /** Why the service disabled it (null when enabled, or disabled by the API). */
     disabledReason: p.string().length(500).nullable(),
+    /** When the owners were told that the service disabled it (null: not disabled by the service, or not told yet). */
+    ownersNotifiedAt: p.datetime().nullable(),
     createdAt: p.datetime().defaultRaw('now()'),
     updatedAt: p.datetime().defaultRaw('now()'),
   },

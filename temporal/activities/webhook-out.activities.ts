@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
+import { noticeEndpointDisabled } from '../../domain/webhook-endpoints/endpoint-notice';
 import { attemptDelivery, giveUpDelivery, type AttemptOutcome, type AttemptSettings } from '../../domain/webhook-endpoints/webhook-attempt';
 
 export function createWebhookOutActivities(deps: ActivityDeps) {
@@ -10,6 +11,7 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
     allowedNetworks: deps.config.automations.webhookAllowedNetworks,
     timeoutMs: deps.config.automations.webhookTimeoutMs,
     disableAfterMs: deps.config.webhooksOut.disableAfterMs,
+    noticeDisabled: (endpointId) => noticeEndpointDisabled(deps.orm.em.fork(), { transport: deps.transport, config: deps.config }, endpointId),
   };
   return {
     /**

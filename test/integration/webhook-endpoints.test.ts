@@ -6,6 +6,7 @@ import { expectStatus, projectWithDomain } from '../helpers/automations';
 import { closeDb, db } from '../helpers/db';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { waitFor } from '../helpers/wait';
+import { messagesTo, waitForMail } from '../helpers/mailbox';
 
 /**
  * Webhooks out on the real stack (README › Webhooks out): endpoints of a project receive its events, signed per
@@ -214,6 +215,18 @@ test('an endpoint whose every attempt fails for WEBHOOK_ENDPOINT_DISABLE_AFTER (
   expect(delivery.attemptList.every((a: { succeeded: boolean; responseCode: number }) => !a.succeeded && a.responseCode === 503)).toBe(true);
   const calls = at(ep.path).length;
   expect(calls).toBe(delivery.attemptList.length);
+
+  // The owner is told, once (the first message of the owner is the signup's verification email), by the system sender.
+  const notice = (await waitForMail(project.userEmail, { count: 2, timeoutMs: 20_000 })).find((m) => m.subject?.startsWith('Webhook endpoint disabled'));
+  expect(notice).toBeDefined();
+  expect(notice!.subject).toBe('Webhook endpoint disabled: webhooks-out');
+  expect(notice!.from?.value[0]?.address).toBe('accounts@mailwright.test');
+  expect(notice!.headers.get('auto-submitted')).toBe('auto-generated');
+  expect(notice!.text).toContain(`${base}${ep.path}`);
+  expect(notice!.text).toContain('Every attempt failed since');
+  expect(notice!.text).toContain(`/webhook-endpoints/${ep.id}/replay`);
+  // The cancelling attempt found the notice sent: no second one.
+  expect(await messagesTo(project.userEmail)).toHaveLength(2);
 
   const enabled = expectStatus(await call('PATCH', `/webhook-endpoints/${ep.id}`, { enabled: true }), 200);
   expect(enabled).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
