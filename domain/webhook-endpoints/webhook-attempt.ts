@@ -24,7 +24,9 @@ export interface AttemptSettings extends AddressPolicy {
  * What one attempt did: `done` (2xx, or nothing left to do: already delivered, the endpoint deleted or disabled),
  * `retry` (a failure worth another attempt), `failed` (one that cannot succeed: a refused address, a redirect).
  */
-export type AttemptOutcome = { outcome: 'done'; status?: number; skipped?: string } | { outcome: 'retry' | 'failed'; error: string; status?: number };
+export type AttemptOutcome =
+  | { outcome: 'done'; status?: number; skipped?: string }
+  | { outcome: 'retry' | 'failed'; error: string; status?: number; /** The receiver's Retry-After (capped at an hour). */ retryAfterMs?: number };
 
 interface Target {
   status: string;
@@ -100,7 +102,7 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
     [t.endpointId, settings.disableAfterMs],
   );
   if (after?.noticeDue) await settings.noticeDisabled?.(t.endpointId);
-  return { outcome: failure.retryable ? 'retry' : 'failed', error: failure.message, status: status ?? undefined };
+  return { outcome: failure.retryable ? 'retry' : 'failed', error: failure.message, status: status ?? undefined, retryAfterMs: failure.retryAfterMs };
 }
 
 /** A delivery whose retries ran out: FAILED (unless something else settled it meanwhile). */

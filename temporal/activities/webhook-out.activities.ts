@@ -1,4 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { webhookRetryDelayMs } from '../webhook-retry';
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { noticeEndpointDisabled } from '../../domain/webhook-endpoints/endpoint-notice';
@@ -20,7 +22,11 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
      */
     async deliverWebhook(input: { deliveryId: string }): Promise<AttemptOutcome> {
       const outcome = await attemptDelivery(deps.orm.em.fork(), box, settings, input.deliveryId);
-      if (outcome.outcome === 'retry') throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', details: [outcome] });
+      if (outcome.outcome === 'retry') {
+        // Retry-After (429, 503...): the next attempt waits at least that long, and never less than the policy would.
+        const nextRetryDelay = webhookRetryDelayMs(Context.current().info.attempt, outcome.retryAfterMs);
+        throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', details: [outcome], nextRetryDelay });
+      }
       if (outcome.outcome === 'failed') throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', nonRetryable: true, details: [outcome] });
       return outcome;
     },

@@ -1,13 +1,15 @@
 import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { WebhookOutActivities } from '../activities/webhook-out.activities';
 import type { AttemptOutcome } from '../../domain/webhook-endpoints/webhook-attempt';
+import { WEBHOOK_RETRY } from '../webhook-retry';
 
 // One attempt per activity attempt: the call is bounded by WEBHOOK_TIMEOUT inside; the retry policy is the backoff,
-// 5 s doubling to an hour, for three days (about 80 attempts), README › Webhooks out › Retries.
+// 5 s doubling to an hour, for three days (about 80 attempts), README › Webhooks out › Retries. A Retry-After answer
+// sets the next wait itself (the activity's nextRetryDelay).
 const { deliverWebhook } = proxyActivities<WebhookOutActivities>({
   startToCloseTimeout: '2 minutes',
-  scheduleToCloseTimeout: '3 days',
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 hour' },
+  scheduleToCloseTimeout: WEBHOOK_RETRY.forMs,
+  retry: { initialInterval: WEBHOOK_RETRY.initialIntervalMs, backoffCoefficient: WEBHOOK_RETRY.backoffCoefficient, maximumInterval: WEBHOOK_RETRY.maximumIntervalMs },
 });
 const { giveUpWebhookDelivery } = proxyActivities<WebhookOutActivities>({
   startToCloseTimeout: '1 minute',

@@ -19,11 +19,15 @@ interface Received {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** When it arrived (ms). */
+  atMs: number;
 }
 
 const received: Received[] = [];
 /** Answers to give, per path, before the default 200 (e.g. [500] fails the first request). */
 const script = new Map<string, number[]>();
+/** Headers of the scripted (non-200) answers, per path (e.g. Retry-After). */
+const scriptHeaders = new Map<string, () => Record<string, string>>();
 let server: http.Server;
 let base: string;
 let project: TestProject;
@@ -65,9 +69,10 @@ beforeAll(async () => {
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       const path = req.url ?? '';
-      received.push({ path, headers: req.headers, body });
+      received.push({ path, headers: req.headers, body, atMs: Date.now() });
       const status = script.get(path)?.shift() ?? 200;
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'thanks' : 'not now');
+      const extra = status === 200 ? {} : (scriptHeaders.get(path)?.() ?? {});
+      res.writeHead(status, { 'content-type': 'text/plain', ...extra }).end(status === 200 ? 'thanks' : 'not now');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -274,3 +279,24 @@ test('the outbox queues webhooks-out only for projects with an enabled endpoint 
   expect((await call('DELETE', `/webhook-endpoints/${on.id}`, undefined, p)).status).toBe(204);
   expect(await queued()).not.toContain('webhooks-out');
 });
+
+test('Retry-After of a 429 (seconds) or a 503 (an HTTP date) delays the next attempt by at least that, beyond the 5 s backoff', async () => {
+  const event = `throttled_${tag()}`;
+  const seconds = await endpoint({ eventTypes: [event] });
+  const date = await endpoint({ eventTypes: [event] });
+  const plain = await endpoint({ eventTypes: [event] });
+  script.set(seconds.path, [429]);
+  scriptHeaders.set(seconds.path, () => ({ 'retry-after': '9' }));
+  script.set(date.path, [503]);
+  // HTTP dates have whole seconds: 10 s ahead is at least 9 s ahead.
+  scriptHeaders.set(date.path, () => ({ 'retry-after': new Date(Date.now() + 10_000).toUTCString() }));
+  script.set(plain.path, [503]);
+  expectStatus(await call('POST', '/v1/track', { email: `throttled-${tag()}@example.com`, event }), 200);
+  await waitFor('the second attempts', async () => ([seconds, date, plain].every((e) => at(e.path).length >= 2) ? true : undefined), 40_000);
+  const gap = (e: { path: string }) => at(e.path)[1]!.atMs - at(e.path)[0]!.atMs;
+  expect(gap(seconds)).toBeGreaterThanOrEqual(9_000);
+  expect(gap(date)).toBeGreaterThanOrEqual(9_000);
+  // Without Retry-After the policy's first wait (5 s) applies: the receivers above were not merely slow to be retried.
+  expect(gap(plain)).toBeLessThan(9_000);
+  expect(at(seconds.path)[1]!.headers['webhook-id']).toBe(at(seconds.path)[0]!.headers['webhook-id']);
+}, 60_000);
