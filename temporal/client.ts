@@ -4,6 +4,7 @@ import { TypedSearchAttributes, WorkflowIdReusePolicy, type SearchAttributePair 
 import type { AutomationRunControl, AutomationRunStart } from '../domain/automations/execution.service';
 import type { Config } from '../domain/config';
 import type { AccountEmailRequest } from '../domain/auth/account-emails';
+import type { ReplayRequest } from '../domain/webhook-endpoints/webhook-replay';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
 import { workflowStarts } from '../domain/metrics';
@@ -82,6 +83,16 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     return this.startOnce('webhookDelivery', id, [{ projectId: input.projectId, endpointId: input.endpointId, deliveryIds: input.deliveryIds }], [
       { key: SA.ProjectId, value: input.projectId },
     ]);
+  }
+
+  /**
+   * A replay of an endpoint's events (`webhook-replay/<endpointId>/<replayId>`, ProjectId); a replay id is used once
+   * (a second start of an ended one is refused, and counts as started).
+   */
+  async startWebhookReplay(input: ReplayRequest): Promise<string> {
+    return this.startOnce('webhookReplay', workflowIds.webhookReplay(input.endpointId, input.replayId), [input], [{ key: SA.ProjectId, value: input.projectId }], {
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    });
   }
 
   /** A delivery batch (`email-delivery/<first email id>`, ProjectId and EmailIds): the sweeper's restarts are the same start. */

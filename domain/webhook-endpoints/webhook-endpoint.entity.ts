@@ -56,6 +56,8 @@ export const WebhookDelivery = defineEntity({
     status: p.enum([...WEBHOOK_DELIVERY_STATUSES]).default('PENDING'),
     attempts: p.integer().default(0),
     lastResponseCode: p.integer().nullable(),
+    /** The replay (POST .../replay) that queued it, or queued it again, last. */
+    replayId: p.uuid().nullable(),
     createdAt: p.datetime().defaultRaw('now()'),
     updatedAt: p.datetime().defaultRaw('now()'),
   },

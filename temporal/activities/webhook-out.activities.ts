@@ -4,6 +4,7 @@ import { webhookRetryDelayMs } from '../webhook-retry';
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { noticeEndpointDisabled } from '../../domain/webhook-endpoints/endpoint-notice';
+import { queueReplayPage, type ReplayCursor, type ReplayRequest } from '../../domain/webhook-endpoints/webhook-replay';
 import { attemptDelivery, giveUpDelivery, type AttemptOutcome, type AttemptSettings } from '../../domain/webhook-endpoints/webhook-attempt';
 
 export function createWebhookOutActivities(deps: ActivityDeps) {
@@ -29,6 +30,11 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
       }
       if (outcome.outcome === 'failed') throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', nonRetryable: true, details: [outcome] });
       return outcome;
+    },
+
+    /** One page of a replay: the deliveries it queued (in id order) and where to go on. */
+    async queueWebhookReplayPage(input: { request: ReplayRequest; after: ReplayCursor | null }) {
+      return queueReplayPage(deps.orm.em.fork(), input.request, input.after);
     },
 
     /** The delivery's retries ran out: it ends FAILED. */

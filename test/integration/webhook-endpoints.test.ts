@@ -300,3 +300,45 @@ test('Retry-After of a 429 (seconds) or a 503 (an HTTP date) delays the next att
   expect(gap(plain)).toBeLessThan(9_000);
   expect(at(seconds.path)[1]!.headers['webhook-id']).toBe(at(seconds.path)[0]!.headers['webhook-id']);
 }, 60_000);
+
+test('replay: the events of [from, to) that the endpoint wants are sent in recorded order, once; a second replay sends nothing again; bad ranges are 422', async () => {
+  const p = await createTestProject('webhooks-out-replay');
+  const event = `replayed_${tag()}`;
+  const pause = () => new Promise((r) => setTimeout(r, 30));
+  const track = async (email: string, name: string, n: number) => expectStatus(await call('POST', '/v1/track', { email, event: name, data: { n } }, p), 200).data.event as string;
+  const [ada, bob] = [`ada-${tag()}@example.com`, `bob-${tag()}@example.com`];
+  await track(ada, event, 0);
+  await pause();
+  const from = new Date().toISOString();
+  await pause();
+  const inRange = [await track(ada, event, 1), await track(bob, event, 2), await track(ada, 'not_wanted', 3), await track(ada, event, 4)];
+  await pause();
+  const to = new Date().toISOString();
+  await pause();
+  await track(bob, event, 5);
+  const ep = await endpoint({ eventTypes: [event] }, p);
+
+  const replay = expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
+  expect(replay).toMatchObject({ endpointId: ep.id, from, to, workflowId: `webhook-replay/${ep.id}/${replay.replayId}` });
+  await waitFor('the replayed events', async () => (at(ep.path).length >= 3 ? true : undefined), 30_000);
+  await new Promise((r) => setTimeout(r, 1_500));
+  const got = bodies(ep.path);
+  expect(got.map((b) => b.data.eventId).sort()).toEqual([inRange[0], inRange[1], inRange[3]].sort());
+  expect(at(ep.path).every((r) => verify(ep.secret, r))).toBe(true);
+  const listed = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`, undefined, p), 200);
+  expect(listed.total).toBe(3);
+
+  // Again: every delivery is SUCCEEDED, so nothing is sent twice.
+  expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
+  await new Promise((r) => setTimeout(r, 3_000));
+  expect(at(ep.path)).toHaveLength(3);
+
+  const refused = async (body: unknown) => {
+    const res = await call('POST', `/webhook-endpoints/${ep.id}/replay`, body, p);
+    return { status: res.status, codes: (res.body?.error?.errors ?? []).map((e: { code: string }) => e.code) };
+  };
+  expect(await refused({ from: to, to: from })).toEqual({ status: 422, codes: ['invalid_range'] });
+  expect(await refused({ from: '2026-01-01T00:00:00Z', to: '2026-02-02T00:00:00Z' })).toEqual({ status: 422, codes: ['range_too_large'] });
+  expect((await refused({ from: 'yesterday', to })).status).toBe(422);
+  expect((await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to })).status).toBe(404);
+}, 60_000);
