@@ -78,9 +78,10 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
    * One endpoint's batch of webhook deliveries (`webhook-delivery/<endpointId>/<first delivery id>`, ProjectId);
    * `suffix` names a resend of the same deliveries (POST .../retry) apart from their first run.
    */
-  async startWebhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[]; suffix?: string }): Promise<string> {
+  async startWebhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[]; contactIds?: (string | null)[]; suffix?: string }): Promise<string> {
     const id = workflowIds.webhookDelivery(input.endpointId, input.deliveryIds[0]!) + (input.suffix ? `/${input.suffix}` : '');
-    return this.startOnce('webhookDelivery', id, [{ projectId: input.projectId, endpointId: input.endpointId, deliveryIds: input.deliveryIds }], [
+    const args = { projectId: input.projectId, endpointId: input.endpointId, deliveryIds: input.deliveryIds, ...(input.contactIds ? { contactIds: input.contactIds } : {}) };
+    return this.startOnce('webhookDelivery', id, [args], [
       { key: SA.ProjectId, value: input.projectId },
     ]);
   }

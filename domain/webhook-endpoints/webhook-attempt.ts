@@ -26,6 +26,8 @@ export interface AttemptSettings extends AddressPolicy {
  */
 export type AttemptOutcome =
   | { outcome: 'done'; status?: number; skipped?: string }
+  /** Not attempted: an earlier delivery of the same contact to the endpoint is still pending (README › Webhooks out › Order). */
+  | { outcome: 'held'; behind: string }
   | { outcome: 'retry' | 'failed'; error: string; status?: number; /** The receiver's Retry-After (capped at an hour). */ retryAfterMs?: number };
 
 interface Target {
@@ -37,6 +39,8 @@ interface Target {
   secret: string;
   previousSecret: string | null;
   noticeDue: boolean;
+  /** The earliest PENDING delivery of the same contact to the endpoint made before this one, if any. */
+  behind: string | null;
 }
 
 /**
@@ -49,7 +53,9 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
   const t = await db.one<Target>(
     `select d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
             case when e.previous_secret_expires_at > now() then e.previous_secret end as "previousSecret",
-            (not e.enabled and e.disabled_reason is not null and e.owners_notified_at is null) as "noticeDue"
+            (not e.enabled and e.disabled_reason is not null and e.owners_notified_at is null) as "noticeDue",
+            (select b.id from webhook_deliveries b where b.endpoint_id = d.endpoint_id and b.contact_id = d.contact_id and b.id < d.id and b.status = 'PENDING'
+             order by b.id limit 1) as behind
      from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where d.id = $1`,
     [deliveryId],
   );
@@ -60,6 +66,7 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
     await db.run(`update webhook_deliveries set status = 'CANCELLED', updated_at = now() where id = $1 and status = 'PENDING'`, [deliveryId]);
     return { outcome: 'done', skipped: 'the endpoint is disabled' };
   }
+  if (t.behind) return { outcome: 'held', behind: t.behind };
   const secrets = [box.decrypt(t.secret, endpointSecretContext(t.endpointId))];
   if (t.previousSecret) secrets.push(box.decrypt(t.previousSecret, endpointSecretContext(t.endpointId)));
   const webhookId = webhookIdOf(deliveryId);

@@ -44,13 +44,22 @@ export const WebhookDelivery = defineEntity({
   name: 'WebhookDelivery',
   tableName: 'webhook_deliveries',
   uniques: [{ name: 'webhook_deliveries_endpoint_id_event_id_unique', properties: ['endpoint', 'eventId'] }],
-  indexes: [{ name: 'webhook_deliveries_endpoint_id_id_index', properties: ['endpoint', 'id'] }],
+  indexes: [
+    { name: 'webhook_deliveries_endpoint_id_id_index', properties: ['endpoint', 'id'] },
+    {
+      name: 'webhook_deliveries_pending_contact_index',
+      expression:
+        'create index "webhook_deliveries_pending_contact_index" on "webhook_deliveries" ("endpoint_id", "contact_id", "id") where status = \'PENDING\' and contact_id is not null',
+    },
+  ],
   properties: {
     id: p.uuid().primary(),
     endpoint: () => p.manyToOne(WebhookEndpoint).deleteRule('cascade').updateRule('no action'),
     projectId: p.uuid(),
     /** The recorded event (null for `webhook.test`). */
     eventId: p.uuid().nullable(),
+    /** The event's contact (null for `webhook.test`): a contact's deliveries to an endpoint are attempted one at a time, in id order. */
+    contactId: p.uuid().nullable(),
     type: p.string().length(200),
     payload: p.json<Record<string, unknown>>(),
     status: p.enum([...WEBHOOK_DELIVERY_STATUSES]).default('PENDING'),

@@ -82,8 +82,9 @@ export async function queueReplayPage(
   const wanted = events.filter((e) => endpointWants(endpoint.eventTypes, webhookTypeOf(e.name)));
   if (wanted.length) {
     await db.run(
-      `insert into webhook_deliveries (id, endpoint_id, project_id, event_id, type, payload, replay_id)
-       select d.id, $1, $2, d.event_id, d.type, d.payload, $3 from unnest($4::uuid[], $5::uuid[], $6::text[], $7::jsonb[]) as d(id, event_id, type, payload)
+      `insert into webhook_deliveries (id, endpoint_id, project_id, event_id, contact_id, type, payload, replay_id)
+       select d.id, $1, $2, d.event_id, d.contact_id, d.type, d.payload, $3
+       from unnest($4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::jsonb[]) as d(id, event_id, contact_id, type, payload)
        on conflict (endpoint_id, event_id) do update set status = 'PENDING', replay_id = excluded.replay_id, updated_at = now()
          where webhook_deliveries.status in ('FAILED', 'CANCELLED')`,
       [
@@ -92,6 +93,7 @@ export async function queueReplayPage(
         r.replayId,
         wanted.map(() => uuidv7()),
         wanted.map((e) => e.id),
+        wanted.map((e) => e.contactId),
         wanted.map((e) => webhookTypeOf(e.name)),
         wanted.map((e) => JSON.stringify(eventPayload(e))),
       ],
@@ -99,7 +101,7 @@ export async function queueReplayPage(
   }
   const deliveries = wanted.length
     ? await db.query<{ id: string; contactId: string | null }>(
-        `select d.id, (d.payload -> 'data' -> 'contact' ->> 'id')::uuid as "contactId" from webhook_deliveries d
+        `select d.id, d.contact_id as "contactId" from webhook_deliveries d
          where d.endpoint_id = $1 and d.replay_id = $2 and d.event_id = any($3::uuid[]) and d.status = 'PENDING' order by d.id`,
         [r.endpointId, r.replayId, wanted.map((e) => e.id)],
       )

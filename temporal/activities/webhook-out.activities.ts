@@ -1,6 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { webhookRetryDelayMs } from '../webhook-retry';
+import { webhookBackoffMs, webhookRetryDelayMs } from '../webhook-retry';
+
+/** The longest wait between two looks of a held delivery at the earlier one it waits for. */
+const HOLD_MAX_WAIT_MS = 60_000;
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { noticeEndpointDisabled } from '../../domain/webhook-endpoints/endpoint-notice';
@@ -23,6 +26,11 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
      */
     async deliverWebhook(input: { deliveryId: string }): Promise<AttemptOutcome> {
       const outcome = await attemptDelivery(deps.orm.em.fork(), box, settings, input.deliveryId);
+      if (outcome.outcome === 'held') {
+        // Not an attempt: asked again 5 s later, doubling to a minute, until the earlier delivery is no longer pending.
+        const nextRetryDelay = Math.min(HOLD_MAX_WAIT_MS, webhookBackoffMs(Context.current().info.attempt));
+        throw ApplicationFailure.create({ message: `Held behind the earlier delivery ${outcome.behind} of the same contact`, type: 'WebhookDeliveryHeld', nextRetryDelay });
+      }
       if (outcome.outcome === 'retry') {
         // Retry-After (429, 503...): the next attempt waits at least that long, and never less than the policy would.
         const nextRetryDelay = webhookRetryDelayMs(Context.current().info.attempt, outcome.retryAfterMs);

@@ -22,21 +22,43 @@ const CONCURRENCY = 8;
 type Result = { deliveryId: string } & (AttemptOutcome | { outcome: 'gave_up'; error: string });
 
 /**
+ * The batch's deliveries as chains, in the order of each chain's first: a contact's deliveries (in the order given,
+ * id order) form one chain, a delivery without a contact (or a batch without `contactIds`) a chain of its own.
+ */
+function chainsOf(deliveryIds: readonly string[], contactIds: readonly (string | null)[] | undefined): string[][] {
+  const chains: string[][] = [];
+  const byContact = new Map<string, string[]>();
+  deliveryIds.forEach((id, i) => {
+    const contact = contactIds?.[i];
+    const chain = contact ? byContact.get(contact) : undefined;
+    if (chain) return void chain.push(id);
+    const fresh = [id];
+    chains.push(fresh);
+    if (contact) byContact.set(contact, fresh);
+  });
+  return chains;
+}
+
+/**
  * `webhook-delivery/<endpointId>/<first delivery id>` (search attribute ProjectId): one endpoint's batch of
  * deliveries, each retried on its own, at most CONCURRENCY at once. A workflow per endpoint batch, so a slow or dead
- * receiver delays only its own deliveries. The outcomes are the result, for Temporal Web UI.
+ * receiver delays only its own deliveries. A contact's deliveries run one after another, each once the one before it
+ * succeeded or ended (README › Webhooks out › Order); across batches the activity holds a delivery back while an earlier
+ * one of its contact is pending. The outcomes are the result, for Temporal Web UI.
  */
-export async function webhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[] }): Promise<Result[]> {
+export async function webhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[]; contactIds?: (string | null)[] }): Promise<Result[]> {
   const results: Result[] = [];
-  const queue = [...input.deliveryIds];
+  const queue = chainsOf(input.deliveryIds, input.contactIds);
   const lane = async () => {
-    for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-      try {
-        results.push({ deliveryId: id, ...(await deliverWebhook({ deliveryId: id })) });
-      } catch (err) {
-        if (!(err instanceof ActivityFailure)) throw err;
-        await giveUpWebhookDelivery({ deliveryId: id });
-        results.push({ deliveryId: id, outcome: 'gave_up', error: err.cause?.message ?? err.message });
+    for (let chain = queue.shift(); chain !== undefined; chain = queue.shift()) {
+      for (const id of chain) {
+        try {
+          results.push({ deliveryId: id, ...(await deliverWebhook({ deliveryId: id })) });
+        } catch (err) {
+          if (!(err instanceof ActivityFailure)) throw err;
+          await giveUpWebhookDelivery({ deliveryId: id });
+          results.push({ deliveryId: id, outcome: 'gave_up', error: err.cause?.message ?? err.message });
+        }
       }
     }
   };

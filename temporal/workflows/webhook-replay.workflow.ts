@@ -39,7 +39,7 @@ export async function webhookReplay(input: WebhookReplayInput): Promise<{ events
       const batch = r.deliveries.slice(i, i + BATCH);
       await startChild(webhookDelivery, {
         workflowId: `${workflowIds.webhookDelivery(input.endpointId, batch[0]!.id)}/replay/${input.replayId}`,
-        args: [{ projectId: input.projectId, endpointId: input.endpointId, deliveryIds: batch.map((d) => d.id) }],
+        args: [{ projectId: input.projectId, endpointId: input.endpointId, deliveryIds: batch.map((d) => d.id), contactIds: batch.map((d) => d.contactId) }],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         typedSearchAttributes: workflowInfo().typedSearchAttributes,
       });

@@ -325,6 +325,8 @@ test('replay: the events of [from, to) that the endpoint wants are sent in recor
   const got = bodies(ep.path);
   expect(got.map((b) => b.data.eventId).sort()).toEqual([inRange[0], inRange[1], inRange[3]].sort());
   expect(at(ep.path).every((r) => verify(ep.secret, r))).toBe(true);
+  // A contact's events arrive in recorded order.
+  expect(got.filter((b) => b.data.contact.email === ada).map((b) => b.data.properties.n)).toEqual([1, 4]);
   const listed = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`, undefined, p), 200);
   expect(listed.total).toBe(3);
 
@@ -341,4 +343,33 @@ test('replay: the events of [from, to) that the endpoint wants are sent in recor
   expect(await refused({ from: '2026-01-01T00:00:00Z', to: '2026-02-02T00:00:00Z' })).toEqual({ status: 422, codes: ['range_too_large'] });
   expect((await refused({ from: 'yesterday', to })).status).toBe(422);
   expect((await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to })).status).toBe(404);
+}, 60_000);
+
+test("a contact's later events wait while its earlier one is retried (also from another batch); other contacts' do not", async () => {
+  const event = `ordered_${tag()}`;
+  const ep = await endpoint({ eventTypes: [event] });
+  script.set(ep.path, [500]);
+  const [ada, bob] = [`ordered-ada-${tag()}@example.com`, `ordered-bob-${tag()}@example.com`];
+  const track = async (email: string, n: number) => expectStatus(await call('POST', '/v1/track', { email, event, data: { n } }), 200);
+  await track(ada, 1);
+  // The first attempt failed: what comes now is another batch, and must wait for the retry of n=1 (5 s later).
+  await waitFor('the first attempt', async () => (at(ep.path).length >= 1 ? true : undefined), 20_000);
+  await track(ada, 2);
+  await track(ada, 3);
+  await track(bob, 4);
+  await waitFor('every event delivered', async () => (at(ep.path).length >= 5 ? true : undefined), 40_000);
+  const arrivals = at(ep.path).map((r) => ({ n: (JSON.parse(r.body) as { data: { properties: { n: number } } }).data.properties.n, atMs: r.atMs }));
+  const adaOrder = arrivals.filter((a) => a.n !== 4).map((a) => a.n);
+  expect(adaOrder).toEqual([1, 1, 2, 3]);
+  // Bob's event did not wait for Ada's retry.
+  const retryAt = arrivals.filter((a) => a.n === 1)[1]!.atMs;
+  expect(arrivals.find((a) => a.n === 4)!.atMs).toBeLessThan(retryAt);
+  const delivered = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`), 200).data;
+  // Held looks are not attempts: n=2 and n=3 were called once each.
+  expect(delivered.map((d: { attempts: number; payload: { data: { properties: { n: number } } } }) => [d.payload.data.properties.n, d.attempts]).sort()).toEqual([
+    [1, 2],
+    [2, 1],
+    [3, 1],
+    [4, 1],
+  ]);
 }, 60_000);
