@@ -3,7 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { api } from '../helpers/api';
 import { expectStatus, projectWithDomain } from '../helpers/automations';
-import { closeDb, db } from '../helpers/db';
+import { closeDb, db, waitForEmailStatus } from '../helpers/db';
+import { deliver } from '../helpers/smtp-client';
+import { resolveSchema } from '../helpers/openapi';
+import { stackEnv } from '../stack-env';
+import { loadConfig } from '../../domain/config';
+import { returnPathAddress } from '../../domain/inbound/return-path';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { waitFor } from '../helpers/wait';
 import { messagesTo, waitForMail } from '../helpers/mailbox';
@@ -373,3 +378,62 @@ test("a contact's later events wait while its earlier one is retried (also from 
     [4, 1],
   ]);
 }, 60_000);
+
+/** An ARF (RFC 5965) abuse report about `email`, as a feedback loop sends it to abuse@ the bounce host. */
+function abuseReport(email: { id: string; to: string; messageId: string }, bounceHost: string): string {
+  const secret = loadConfig({ ...process.env, DATABASE_URL: stackEnv().databaseUrl }).appSecret;
+  const b = `arf-${tag()}`;
+  const report = ['Feedback-Type: abuse', 'User-Agent: ISP-FBL/1.0', 'Version: 1', `Original-Mail-From: <${returnPathAddress(email.id, bounceHost, secret)}>`, `Original-Rcpt-To: <${email.to}>`];
+  const returned = [`From: news@${domain}`, `To: ${email.to}`, 'Subject: Hooked', `Message-ID: ${email.messageId}`];
+  const head = ['From: Feedback Loop <fbl@isp.test>', `To: abuse@${bounceHost}`, 'Subject: FW: Hooked', `Message-ID: <${tag()}@isp.test>`, 'MIME-Version: 1.0'];
+  return [...head, `Content-Type: multipart/report; report-type=feedback-report; boundary="${b}"`, '', `--${b}`, 'Content-Type: text/plain', '', 'An abuse report.', '',
+    `--${b}`, 'Content-Type: message/feedback-report', '', ...report, '', `--${b}`, 'Content-Type: text/rfc822-headers', '', ...returned, '', `--${b}--`, ''].join('\r\n');
+}
+
+test('email.bounced, email.complained, contact.unsubscribed, a tracked event and a segment entry arrive signed, each with its documented payload', async () => {
+  const t = tag();
+  const custom = `upgraded_${t}`;
+  const types = ['email.bounced', 'email.complained', 'contact.unsubscribed', custom, `segment.vip-${t}.entry`];
+  const ep = await endpoint({ eventTypes: types });
+  const send = async (to: string) => expectStatus(await call('POST', '/v1/send', { to, from: `news@${domain}`, subject: 'Hooked', body: '<p>hi</p>' }), 200).data.emails[0].email as string;
+
+  // A permanent bounce: the relay refuses the recipient (550 at RCPT TO).
+  const bouncedId = await send(`bounce-${t}@example.com`);
+  // A complaint through the feedback loop: email.complained, and the contact unsubscribed (via complaint).
+  const complainer = `complainer-${t}@example.com`;
+  expectStatus(await call('POST', '/contacts', { email: complainer, subscribed: true }), 201);
+  const complainedId = await send(complainer);
+  const row = await waitForEmailStatus(complainedId, 'SENT');
+  const arf = await deliver(stackEnv().inboundSmtpPort, 'fbl@isp.test', [`abuse@bounces.${domain}`], abuseReport({ id: complainedId, to: complainer, messageId: row.message_id }, `bounces.${domain}`));
+  expect(arf.data?.code).toBe(250);
+  // A tracked event with its data.
+  expectStatus(await call('POST', '/v1/track', { email: `tracked-${t}@example.com`, event: custom, data: { plan: 'pro', seats: 3 } }), 200);
+  // A segment entry: a contact matches a tracked segment at its compute.
+  expectStatus(await call('POST', '/contacts', { email: `vip-${t}@example.com`, data: { tier: `vip-${t}` } }), 201);
+  const segment = expectStatus(await call('POST', '/segments', { name: `VIP ${t}`, type: 'DYNAMIC', trackMembership: true, condition: { operator: 'AND', conditions: [{ field: 'data.tier', operator: 'equals', value: `vip-${t}` }] } }), 201);
+  expect(segment.slug).toBe(`vip-${t}`);
+  expectStatus(await call('POST', `/segments/${segment.id}/compute`), 202);
+
+  await waitFor('every type at the endpoint', async () => (types.every((type) => bodies(ep.path).some((b) => b.type === type)) ? true : undefined), 45_000).catch((err: Error) => {
+    throw new Error(`${err.message}; received: ${bodies(ep.path).map((b) => b.type).join(', ')}`);
+  });
+  for (const r of at(ep.path)) expect(verify(ep.secret, r)).toBe(true);
+  const of = (type: string) => bodies(ep.path).find((b) => b.type === type)!;
+  expect(of('email.bounced').data).toMatchObject({ emailId: bouncedId, contact: { email: `bounce-${t}@example.com` }, properties: { source: 'smtp', bounceType: 'Permanent' } });
+  expect(of('email.complained').data).toMatchObject({ emailId: complainedId, contact: { email: complainer }, properties: { source: 'arf', complaintFeedbackType: 'abuse' } });
+  expect(of('contact.unsubscribed').data).toMatchObject({ contact: { email: complainer }, properties: { via: 'complaint' } });
+  expect(of(custom).data).toMatchObject({ emailId: null, contact: { email: `tracked-${t}@example.com` }, properties: { plan: 'pro', seats: 3 } });
+  expect(of(`segment.vip-${t}.entry`).data).toMatchObject({ contact: { email: `vip-${t}@example.com` }, properties: { segmentId: segment.id, segmentName: `VIP ${t}` } });
+
+  // Each body has what /openapi.json documents for its type (the webhook entries, OpenAPI 3.1).
+  const doc = (await api('GET', '/openapi.json')).body;
+  const entry: Record<string, string> = { [custom]: '{tracked event name}', [`segment.vip-${t}.entry`]: 'segment.{slug}.entry' };
+  for (const type of types) {
+    const body = resolveSchema(doc, doc.webhooks[entry[type] ?? type].post.requestBody.content['application/json'].schema);
+    const data = resolveSchema(doc, body.properties!.data);
+    const props = resolveSchema(doc, data.properties!.properties);
+    const got = of(type);
+    expect({ type, top: Object.keys(got).sort(), data: Object.keys(got.data).sort() }).toEqual({ type, top: [...(body.required as string[])].sort(), data: [...(data.required as string[])].sort() });
+    for (const key of (props.required as string[] | undefined) ?? []) expect({ type, key, present: key in got.data.properties }).toEqual({ type, key, present: true });
+  }
+}, 90_000);
