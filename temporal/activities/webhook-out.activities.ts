@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { webhookBackoffMs, webhookRetryDelayMs } from '../webhook-retry';
 
 /** The longest wait between two looks of a held delivery at the earlier one it waits for. */
-const HOLD_MAX_WAIT_MS = 60_000;
+const HOLD_MAX_WAIT_MS = 30_000;
 import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { noticeEndpointDisabled } from '../../domain/webhook-endpoints/endpoint-notice';
@@ -27,7 +27,7 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
     async deliverWebhook(input: { deliveryId: string }): Promise<AttemptOutcome> {
       const outcome = await attemptDelivery(deps.orm.em.fork(), box, settings, input.deliveryId);
       if (outcome.outcome === 'held') {
-        // Not an attempt: asked again 5 s later, doubling to a minute, until the earlier delivery is no longer pending.
+        // Not an attempt: asked again 5 s later, doubling to 30 s, until the earlier delivery is no longer pending.
         const nextRetryDelay = Math.min(HOLD_MAX_WAIT_MS, webhookBackoffMs(Context.current().info.attempt));
         throw ApplicationFailure.create({ message: `Held behind the earlier delivery ${outcome.behind} of the same contact`, type: 'WebhookDeliveryHeld', nextRetryDelay });
       }
