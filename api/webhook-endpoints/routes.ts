@@ -141,6 +141,9 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     method: 'get',
     path: '/webhook-endpoints/:id/deliveries',
     summary: "An endpoint's deliveries with their attempts, newest first (cursor pagination)",
+    description:
+      "A contact's deliveries are attempted one at a time in the order they were made: one PENDING behind an earlier PENDING delivery of the same " +
+      'contact has no new attempt until that one succeeded or ended (README › Webhooks out › Order).',
     tags: TAGS,
     auth: 'secret',
     params: IdParams,

@@ -33,13 +33,13 @@ export interface ReplayCursor {
  * names the replay. Nothing is stored: the replay is its workflow, and what it queues is idempotent.
  */
 export async function prepareReplay(em: EntityManager, projectId: string, endpointId: string, range: { from: string; to: string }): Promise<ReplayRequest> {
+  await getEndpoint(sql(em), projectId, endpointId);
   const from = Date.parse(range.from);
   const to = Date.parse(range.to);
   if (!(from < to)) throw validationError([{ field: 'body.to', message: 'to must be after from', code: 'invalid_range' }]);
   if (to - from > MAX_REPLAY_RANGE_MS) {
     throw validationError([{ field: 'body.to', message: `A replay covers at most ${MAX_REPLAY_RANGE_MS / 86_400_000} days: split the range`, code: 'range_too_large' }]);
   }
-  await getEndpoint(sql(em), projectId, endpointId);
   return { replayId: uuidv7(), projectId, endpointId, from: new Date(from).toISOString(), to: new Date(to).toISOString() };
 }
 
