@@ -116,3 +116,45 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
 export async function giveUpDelivery(source: EntityManager | Pool, deliveryId: string): Promise<void> {
   await sql(source).run(`update webhook_deliveries set status = 'FAILED', updated_at = now() where id = $1 and status = 'PENDING'`, [deliveryId]);
 }
+
+/** What the first pass settled, and how long each delivery it stopped at waits before its next attempt. */
+export interface FirstPass {
+  settled: ({ deliveryId: string } & (Extract<AttemptOutcome, { outcome: 'done' }> | { outcome: 'gave_up'; error: string }))[];
+  waits: Record<string, number>;
+}
+
+/**
+ * The first attempt of a batch's deliveries, `concurrency` chains at once, each chain (a contact's deliveries) in
+ * order: a delivery that is done, or failed for good, is settled and its chain goes on; one to retry, or held behind
+ * an earlier delivery of its contact, stops its chain there with the wait before its next attempt (`waitOf`). Nothing
+ * is started after `deadlineMs`: the rest is left, unsettled, to one activity per delivery.
+ */
+export async function firstPass(
+  attempt: (deliveryId: string) => Promise<AttemptOutcome>,
+  chains: readonly string[][],
+  opts: { concurrency: number; deadlineMs: number; waitOf: (outcome: AttemptOutcome | null) => number },
+): Promise<FirstPass> {
+  const pass: FirstPass = { settled: [], waits: {} };
+  const queue = [...chains];
+  const lane = async () => {
+    for (let chain = queue.shift(); chain !== undefined; chain = queue.shift()) {
+      for (const id of chain) {
+        if (Date.now() > opts.deadlineMs) return;
+        let outcome: AttemptOutcome | null;
+        try {
+          outcome = await attempt(id);
+        } catch {
+          outcome = null; // the database or the owners' notice failed: the slow way retries it
+        }
+        if (outcome?.outcome === 'done') pass.settled.push({ deliveryId: id, ...outcome });
+        else if (outcome?.outcome === 'failed') pass.settled.push({ deliveryId: id, outcome: 'gave_up', error: outcome.error });
+        else {
+          pass.waits[id] = opts.waitOf(outcome);
+          break;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency, queue.length) }, lane));
+  return pass;
+}

@@ -1,6 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { webhookBackoffMs, webhookRetryDelayMs } from '../webhook-retry';
+import { WEBHOOK_RETRY, webhookBackoffMs, webhookRetryDelayMs } from '../webhook-retry';
+
+/** How long the first pass starts attempts for (each bounded by WEBHOOK_TIMEOUT; the activity has 3 minutes). */
+const FIRST_PASS_MS = 60_000;
 
 /** The longest wait between two looks of a held delivery at the earlier one it waits for. */
 const HOLD_MAX_WAIT_MS = 30_000;
@@ -8,7 +11,7 @@ import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { noticeEndpointDisabled } from '../../domain/webhook-endpoints/endpoint-notice';
 import { queueReplayPage, type ReplayCursor, type ReplayRequest } from '../../domain/webhook-endpoints/webhook-replay';
-import { attemptDelivery, giveUpDelivery, type AttemptOutcome, type AttemptSettings } from '../../domain/webhook-endpoints/webhook-attempt';
+import { attemptDelivery, firstPass, giveUpDelivery, type AttemptOutcome, type AttemptSettings, type FirstPass } from '../../domain/webhook-endpoints/webhook-attempt';
 
 export function createWebhookOutActivities(deps: ActivityDeps) {
   const box = new SecretBox(deps.config.appSecret); // unseals the endpoints' signing secrets
@@ -38,6 +41,20 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
       }
       if (outcome.outcome === 'failed') throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', nonRetryable: true, details: [outcome] });
       return outcome;
+    },
+
+    /**
+     * The first attempt of every delivery of a batch in one activity (README › Webhooks out › How deliveries run): what
+     * it settles, and the wait before the next attempt of each delivery it stopped at (a failure: the policy's first
+     * wait, or the receiver's Retry-After; held: the first look's).
+     */
+    async deliverWebhookFirstPass(input: { chains: string[][]; concurrency: number }): Promise<FirstPass> {
+      const em = deps.orm.em.fork();
+      return firstPass((id) => attemptDelivery(em.fork(), box, settings, id), input.chains, {
+        concurrency: input.concurrency,
+        deadlineMs: Date.now() + FIRST_PASS_MS,
+        waitOf: (o) => (o?.outcome === 'retry' ? (webhookRetryDelayMs(1, o.retryAfterMs) ?? WEBHOOK_RETRY.initialIntervalMs) : WEBHOOK_RETRY.initialIntervalMs),
+      });
     },
 
     /** One page of a replay: the deliveries it queued (in id order) and where to go on. */

@@ -1,4 +1,4 @@
-import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { WebhookOutActivities } from '../activities/webhook-out.activities';
 import type { AttemptOutcome } from '../../domain/webhook-endpoints/webhook-attempt';
 import { WEBHOOK_RETRY } from '../webhook-retry';
@@ -10,6 +10,12 @@ const { deliverWebhook } = proxyActivities<WebhookOutActivities>({
   startToCloseTimeout: '2 minutes',
   scheduleToCloseTimeout: WEBHOOK_RETRY.forMs,
   retry: { initialInterval: WEBHOOK_RETRY.initialIntervalMs, backoffCoefficient: WEBHOOK_RETRY.backoffCoefficient, maximumInterval: WEBHOOK_RETRY.maximumIntervalMs },
+});
+// The first pass: every delivery's first attempt in one activity (Temporal's cost is per activity, and most first
+// attempts succeed). Not retried: whatever it did not settle goes the one-activity-per-delivery way.
+const { deliverWebhookFirstPass } = proxyActivities<WebhookOutActivities>({
+  startToCloseTimeout: '3 minutes',
+  retry: { maximumAttempts: 1 },
 });
 const { giveUpWebhookDelivery } = proxyActivities<WebhookOutActivities>({
   startToCloseTimeout: '1 minute',
@@ -48,10 +54,24 @@ function chainsOf(deliveryIds: readonly string[], contactIds: readonly (string |
  */
 export async function webhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[]; contactIds?: (string | null)[] }): Promise<Result[]> {
   const results: Result[] = [];
-  const queue = chainsOf(input.deliveryIds, input.contactIds);
+  let queue = chainsOf(input.deliveryIds, input.contactIds);
+  // How long a delivery whose first attempt (in the first pass) failed or was held waits before its next one.
+  let waits: Record<string, number> = {};
+  if (patched('webhook-delivery-first-pass')) {
+    try {
+      const pass = await deliverWebhookFirstPass({ chains: queue, concurrency: CONCURRENCY });
+      results.push(...pass.settled);
+      const settled = new Set(pass.settled.map((r) => r.deliveryId));
+      queue = queue.map((chain) => chain.filter((id) => !settled.has(id))).filter((chain) => chain.length > 0);
+      waits = pass.waits;
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err; // the worker died mid-pass: every delivery goes the slow way
+    }
+  }
   const lane = async () => {
     for (let chain = queue.shift(); chain !== undefined; chain = queue.shift()) {
       for (const id of chain) {
+        if (waits[id]) await sleep(waits[id]);
         try {
           results.push({ deliveryId: id, ...(await deliverWebhook({ deliveryId: id })) });
         } catch (err) {

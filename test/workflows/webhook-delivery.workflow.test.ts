@@ -3,6 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { workflowTestEnv } from '../helpers/workflow-env';
 import type { webhookDelivery } from '../../temporal/workflows/webhook-delivery.workflow';
+import { firstPass } from '../../domain/webhook-endpoints/webhook-attempt';
 
 /**
  * The webhook-delivery workflow's orchestration with activity doubles: every delivery of the batch is attempted, at
@@ -92,4 +93,50 @@ test("a contact's deliveries run one after another in the order given, each afte
   // The other contacts did not wait for c0: all of them started before c0's last delivery.
   expect(['b1', 'b2', 'c1', 'd1', 'e1', 'f1', 't0', 't1'].every((id) => starts.indexOf(id) < starts.indexOf('a3'))).toBe(true);
   expect(new Set(starts)).toEqual(new Set(ids));
+});
+
+test('the first pass attempts every delivery in one activity; what it could not settle goes one activity per delivery after its wait, in chain order', async () => {
+  const ids = ['a0', 'a1', 'a2', 'b0', 'x0', 'c0'];
+  const contacts = ['ca', 'ca', 'ca', 'cb', 'cx', 'cc'];
+  const calls: string[] = [];
+  const slow: string[] = [];
+  let fails = new Map([['a1', 2], ['x0', 1]]);
+  const attempt = async (id: string) => {
+    calls.push(id);
+    const left = fails.get(id) ?? 0;
+    if (left > 0) {
+      fails.set(id, left - 1);
+      return { outcome: 'retry' as const, error: 'The receiver answered 500', status: 500 };
+    }
+    if (id === 'c0') return { outcome: 'failed' as const, error: 'The webhook address is refused' };
+    return { outcome: 'done' as const, status: 200 };
+  };
+  const result = await runBatch(
+    {
+      deliverWebhookFirstPass: (input: { chains: string[][]; concurrency: number }) =>
+        firstPass(attempt, input.chains, { concurrency: input.concurrency, deadlineMs: Date.now() + 60_000, waitOf: () => 100 }),
+      deliverWebhook: async ({ deliveryId }: { deliveryId: string }) => {
+        slow.push(deliveryId);
+        const o = await attempt(deliveryId);
+        if (o.outcome === 'retry') throw ApplicationFailure.create({ message: o.error, nextRetryDelay: 50 });
+        return o;
+      },
+      giveUpWebhookDelivery: async () => undefined,
+    },
+    { projectId: 'p', endpointId: 'e', deliveryIds: ids, contactIds: contacts },
+  );
+  fails = new Map();
+  // The first pass: a0 done, a1 failed (its chain stops: a2 not attempted), b0 done, x0 failed, c0 given up (for good).
+  expect(calls.slice(0, 5).sort()).toEqual(['a0', 'a1', 'b0', 'c0', 'x0']);
+  // Then one activity per delivery, from where each chain stopped: a1 (once more failing, then done), a2 after it; x0.
+  expect(slow.filter((id) => id.startsWith('a'))).toEqual(['a1', 'a1', 'a2']);
+  expect(slow.filter((id) => !id.startsWith('a'))).toEqual(['x0']);
+  expect(result.map((r) => [r.deliveryId, r.outcome]).sort()).toEqual([
+    ['a0', 'done'],
+    ['a1', 'done'],
+    ['a2', 'done'],
+    ['b0', 'done'],
+    ['c0', 'gave_up'],
+    ['x0', 'done'],
+  ]);
 });
