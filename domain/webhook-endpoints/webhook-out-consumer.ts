@@ -12,7 +12,7 @@ export interface WebhookDeliveryControl {
 }
 
 /** A batch's input: its deliveries in id order, with the contact of each (a contact's run one after another). */
-export function deliveryBatch(deliveries: readonly { id: string; contactId: string | null }[]): { deliveryIds: string[]; contactIds: (string | null)[] } {
+function deliveryBatch(deliveries: readonly { id: string; contactId: string | null }[]): { deliveryIds: string[]; contactIds: (string | null)[] } {
   return { deliveryIds: deliveries.map((d) => d.id), contactIds: deliveries.map((d) => d.contactId) };
 }
 

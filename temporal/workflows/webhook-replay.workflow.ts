@@ -14,7 +14,7 @@ const BATCH = 100;
 /** Pages per run before it continues as new (each page: one activity and up to five children). */
 const PAGES_PER_RUN = 100;
 
-export interface WebhookReplayInput extends ReplayRequest {
+interface WebhookReplayInput extends ReplayRequest {
   /** Where the previous run stopped (continue-as-new). */
   after?: ReplayCursor;
   /** Totals of the previous runs. */
