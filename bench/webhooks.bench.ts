@@ -65,10 +65,14 @@ async function createContacts(db: Pool, projectId: string, prefix: string, n: nu
  * contact's running number `n` (ids in recording order, so a contact's `n` rise with its events' ids).
  */
 async function recordEvents(db: Pool, projectId: string, contacts: string[], total: number, perSecond: number, next: Map<string, number>): Promise<void> {
-  const perTick = Math.max(1, Math.round(perSecond / 10));
   const t0 = Date.now();
   for (let sent = 0, tick = 0; sent < total; tick++) {
-    const count = Math.min(perTick, total - sent);
+    // What is due by the end of this tick (a rate below 10/s records every few ticks).
+    const count = Math.min(Math.floor(((tick + 1) * perSecond) / 10) - sent, total - sent);
+    if (count <= 0) {
+      await new Promise((r) => setTimeout(r, Math.max(0, t0 + (tick + 1) * 100 - Date.now())));
+      continue;
+    }
     const ids = uuidv7s(count);
     const who = ids.map((_, i) => contacts[(sent + i) % contacts.length]!);
     const data = who.map((c) => {

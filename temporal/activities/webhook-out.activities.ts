@@ -28,15 +28,22 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
      * (the workflow's retry policy is the backoff); one that cannot succeed throws a non-retryable one.
      */
     async deliverWebhook(input: { deliveryId: string }): Promise<AttemptOutcome> {
+      const ctx = Context.current();
+      // Held looks are activity attempts but not attempts of the delivery: they are counted in the heartbeat details
+      // (which the next attempt receives), so the backoff follows the delivery's own attempts.
+      const held = Number((ctx.info.heartbeatDetails as { held?: number } | undefined)?.held ?? 0);
+      const attempt = Math.max(1, ctx.info.attempt - held);
       const outcome = await attemptDelivery(deps.orm.em.fork(), box, settings, input.deliveryId);
       if (outcome.outcome === 'held') {
         // Not an attempt: asked again 5 s later, doubling to 30 s, until the earlier delivery is no longer pending.
-        const nextRetryDelay = Math.min(HOLD_MAX_WAIT_MS, webhookBackoffMs(Context.current().info.attempt));
+        ctx.heartbeat({ held: held + 1 });
+        const nextRetryDelay = Math.min(HOLD_MAX_WAIT_MS, webhookBackoffMs(held + 1));
         throw ApplicationFailure.create({ message: `Held behind the earlier delivery ${outcome.behind} of the same contact`, type: 'WebhookDeliveryHeld', nextRetryDelay });
       }
       if (outcome.outcome === 'retry') {
-        // Retry-After (429, 503...): the next attempt waits at least that long, and never less than the policy would.
-        const nextRetryDelay = webhookRetryDelayMs(Context.current().info.attempt, outcome.retryAfterMs);
+        // The policy's backoff for the delivery's own attempt; a Retry-After (429, 503...) waits at least that long.
+        ctx.heartbeat({ held });
+        const nextRetryDelay = webhookRetryDelayMs(attempt, outcome.retryAfterMs) ?? webhookBackoffMs(attempt);
         throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', details: [outcome], nextRetryDelay });
       }
       if (outcome.outcome === 'failed') throw ApplicationFailure.create({ message: outcome.error, type: 'WebhookAttemptFailed', nonRetryable: true, details: [outcome] });
