@@ -15,7 +15,7 @@ import { ProcessedProviderEvent } from './webhooks/processed-provider-event.enti
 import { RateLimitWindow } from './rate-limit/rate-limit-window.entity';
 import { Campaign, CampaignStats } from './campaigns/campaign.entity';
 import { CampaignEmailMark, CampaignEventReceipt } from './campaigns/campaign-stats.entity';
-import { EventTally, OutboxConsumer, OutboxEntry, ProbeReceipt } from './events/outbox.entity';
+import { EventTally, OutboxConsumer, OutboxConsumerProject, OutboxEntry, ProbeReceipt } from './events/outbox.entity';
 import { InboundMessage } from './inbound/inbound-message.entity';
 import { ProjectSuspension } from './reputation/reputation.entity';
 import { AnalyticsHourly, ContactLastEvent, ContactLastEventHourly, EventNameHourly } from './analytics/analytics.entity';
@@ -27,4 +27,4 @@ import { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from './webhook-endp
 import { Automation, AutomationExecution, AutomationExecutionStep, AutomationStep, AutomationTransition, AutomationVersion } from './automations/automation.entity';
 
 /** Every entity the ORM knows; the migrations are generated from this list. */
-export const entities = [User, Project, Membership, Invitation, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, ProcessedProviderEvent, RateLimitWindow, OutboxConsumer, OutboxEntry, ProbeReceipt, EventTally, InboundMessage, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, ProjectSuspension, AccountToken, OAuthAccount, LoginThrottleWindow, ProjectBilling, Suppression, SuppressionSoftBounce, WebhookEndpoint, WebhookDelivery, WebhookAttempt];
+export const entities = [User, Project, Membership, Invitation, Contact, Event, Email, EmailAttachment, IdempotencyKey, Domain, ContactCount, ContactCountDelta, Segment, SegmentMembership, Job, ContactImportFile, JobChunk, Template, ProcessedSnsMessage, ProcessedProviderEvent, RateLimitWindow, OutboxConsumer, OutboxConsumerProject, OutboxEntry, ProbeReceipt, EventTally, InboundMessage, Campaign, CampaignStats, CampaignEmailMark, CampaignEventReceipt, Automation, AutomationStep, AutomationTransition, AutomationVersion, AutomationExecution, AutomationExecutionStep, AnalyticsHourly, EventNameHourly, ContactLastEvent, ContactLastEventHourly, Upload, ProjectReset, ProjectSuspension, AccountToken, OAuthAccount, LoginThrottleWindow, ProjectBilling, Suppression, SuppressionSoftBounce, WebhookEndpoint, WebhookDelivery, WebhookAttempt];

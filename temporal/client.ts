@@ -4,6 +4,7 @@ import { TypedSearchAttributes, WorkflowIdReusePolicy, type SearchAttributePair 
 import type { AutomationRunControl, AutomationRunStart } from '../domain/automations/execution.service';
 import type { Config } from '../domain/config';
 import type { AccountEmailRequest } from '../domain/auth/account-emails';
+import type { ReplayRequest } from '../domain/webhook-endpoints/webhook-replay';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import { SA } from './search-attributes';
 import { workflowStarts } from '../domain/metrics';
@@ -77,11 +78,22 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
    * One endpoint's batch of webhook deliveries (`webhook-delivery/<endpointId>/<first delivery id>`, ProjectId);
    * `suffix` names a resend of the same deliveries (POST .../retry) apart from their first run.
    */
-  async startWebhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[]; suffix?: string }): Promise<string> {
+  async startWebhookDelivery(input: { projectId: string; endpointId: string; deliveryIds: string[]; contactIds?: (string | null)[]; suffix?: string }): Promise<string> {
     const id = workflowIds.webhookDelivery(input.endpointId, input.deliveryIds[0]!) + (input.suffix ? `/${input.suffix}` : '');
-    return this.startOnce('webhookDelivery', id, [{ projectId: input.projectId, endpointId: input.endpointId, deliveryIds: input.deliveryIds }], [
+    const args = { projectId: input.projectId, endpointId: input.endpointId, deliveryIds: input.deliveryIds, ...(input.contactIds ? { contactIds: input.contactIds } : {}) };
+    return this.startOnce('webhookDelivery', id, [args], [
       { key: SA.ProjectId, value: input.projectId },
     ]);
+  }
+
+  /**
+   * A replay of an endpoint's events (`webhook-replay/<endpointId>/<replayId>`, ProjectId); a replay id is used once
+   * (a second start of an ended one is refused, and counts as started).
+   */
+  async startWebhookReplay(input: ReplayRequest): Promise<string> {
+    return this.startOnce('webhookReplay', workflowIds.webhookReplay(input.endpointId, input.replayId), [input], [{ key: SA.ProjectId, value: input.projectId }], {
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    });
   }
 
   /** A delivery batch (`email-delivery/<first email id>`, ProjectId and EmailIds): the sweeper's restarts are the same start. */

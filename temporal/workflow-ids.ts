@@ -25,6 +25,8 @@ export const workflowIds = {
   projectReset: (projectId: string) => `project-reset/${projectId}`,
   /** One endpoint's batch of webhook deliveries, named after its first; a retry by the API adds `/retry-<attempts>`. */
   webhookDelivery: (endpointId: string, firstDeliveryId: string) => `webhook-delivery/${endpointId}/${firstDeliveryId}`,
+  /** One replay of an endpoint's events (POST /webhook-endpoints/:id/replay), named after its replay id. */
+  webhookReplay: (endpointId: string, replayId: string) => `webhook-replay/${endpointId}/${replayId}`,
 };
 
 /** What every automation run id starts with (`automation/...`; a cancel-all's id does not). */

@@ -62,7 +62,10 @@ const PROPERTIES: Record<string, { description: string; properties: z.ZodType }>
 const HEADERS =
   'Headers (Standard Webhooks): `webhook-id` (`msg_...`, the same on every attempt of this delivery), `webhook-timestamp` (Unix seconds of the attempt), ' +
   '`webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>" keyed with the bytes of the whsec_ secret>`, one space-separated entry per secret in use). ' +
-  'Answer 2xx within WEBHOOK_TIMEOUT; anything else is retried with backoff for three days.';
+  'Answer 2xx within WEBHOOK_TIMEOUT; anything else is retried with backoff (5 s doubling to an hour) for three days, and a `Retry-After` ' +
+  '(seconds or an HTTP date) on a retryable answer such as 429 or 503 sets the next wait (at least it, at most an hour). ' +
+  "Order: a contact's deliveries to one endpoint are attempted one at a time in the order they were made (the events' recorded order): a later " +
+  'one waits while an earlier one is retried. No order across contacts, nor after an earlier delivery ended FAILED or CANCELLED, nor for a retry or replay.';
 
 const webhookResponses = { 200: { description: 'Any 2xx: received. Anything else, or no answer in time, is retried.' } };
 

@@ -4,7 +4,9 @@ import { errorResponses, IdParams } from '../common.schema';
 import { cursorListSchema } from '../presenters/contact.presenter';
 import { WebhookDeliverySchema, WebhookEndpointSchema, WebhookEndpointWithSecretSchema, presentDelivery, presentEndpoint } from '../presenters/webhook-endpoint.presenter';
 import { registerWebhookPayloads } from './payloads';
-import { CreateWebhookEndpointBody, DeliveryParams, ListWebhookDeliveriesQuery, ListWebhookEndpointsQuery, UpdateWebhookEndpointBody } from './schema';
+import { CreateWebhookEndpointBody, DeliveryParams, ListWebhookDeliveriesQuery, ListWebhookEndpointsQuery, ReplayWebhookEventsBody, UpdateWebhookEndpointBody, WebhookReplaySchema } from './schema';
+import { MAX_REPLAY_RANGE_MS, prepareReplay } from '../../domain/webhook-endpoints/webhook-replay';
+import { workflowIds } from '../../temporal/workflow-ids';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { sql } from '../../domain/db/sql';
 import { serviceUnavailable } from '../../domain/errors';
@@ -25,12 +27,15 @@ import {
 
 const TAGS = ['Webhook endpoints'];
 
-/** The delivery is stored (and listed); without Temporal it is not on its way: say so, and that a retry sends it. */
-async function startOr503(start: () => Promise<unknown>): Promise<void> {
+/** The delivery is stored (and listed); without Temporal it is not on its way: say so, and what sends it. */
+async function startOr503(
+  start: () => Promise<unknown>,
+  message = 'The delivery is stored but could not be started (Temporal is unavailable); send it with POST .../deliveries/:deliveryId/retry',
+): Promise<void> {
   try {
     await start();
   } catch {
-    throw serviceUnavailable('The delivery is stored but could not be started (Temporal is unavailable); send it with POST .../deliveries/:deliveryId/retry');
+    throw serviceUnavailable(message);
   }
 }
 
@@ -136,6 +141,9 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     method: 'get',
     path: '/webhook-endpoints/:id/deliveries',
     summary: "An endpoint's deliveries with their attempts, newest first (cursor pagination)",
+    description:
+      "A contact's deliveries are attempted one at a time in the order they were made: one PENDING behind an earlier PENDING delivery of the same " +
+      'contact has no new attempt until that one succeeded or ended (README › Webhooks out › Order).',
     tags: TAGS,
     auth: 'secret',
     params: IdParams,
@@ -160,6 +168,30 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
       const d = await createTestDelivery(ctx.state.em, principal.projectId, params.id);
       afterCommit(() => startOr503(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id] })));
       return { status: 202, body: presentDelivery(d, webhookIdOf(d.id)) };
+    },
+  });
+
+  routes.add({
+    method: 'post',
+    path: '/webhook-endpoints/:id/replay',
+    summary: "Send the project's events of a time range to the endpoint again",
+    description:
+      `Every event of the project recorded in [from, to) (at most ${MAX_REPLAY_RANGE_MS / 86_400_000} days) whose type the endpoint wants now is queued, in recorded order, by a ` +
+      '`webhook-replay/<endpointId>/<replayId>` workflow: a delivery where the endpoint has none for the event (a new `webhook-id`), the existing one ' +
+      'sent again where it ended FAILED or CANCELLED (the same `webhook-id`); one that is PENDING or SUCCEEDED is left as it is, so repeating a replay ' +
+      "sends nothing twice. The deliveries are listed and retried like any. A disabled endpoint's end CANCELLED: enable it first.",
+    tags: TAGS,
+    auth: 'secret',
+    params: IdParams,
+    body: ReplayWebhookEventsBody,
+    responses: { 202: { description: 'The replay, on its way', schema: WebhookReplaySchema }, ...errorResponses(401, 404, 422, 503) },
+    handler: async ({ ctx, params, body, principal, afterCommit }) => {
+      const replay = await prepareReplay(ctx.state.em, principal.projectId, params.id, body);
+      afterCommit(() => startOr503(() => deps.temporal.startWebhookReplay(replay), 'The replay could not be started (Temporal is unavailable); send the request again'));
+      return {
+        status: 202,
+        body: { replayId: replay.replayId, endpointId: params.id, from: replay.from, to: replay.to, workflowId: workflowIds.webhookReplay(params.id, replay.replayId) },
+      };
     },
   });
 

@@ -35,4 +35,21 @@ export const ListWebhookEndpointsQuery = z.object({ limit: Limit, cursor: IdCurs
 
 export const ListWebhookDeliveriesQuery = z.object({ limit: Limit, cursor: IdCursor, status: z.enum(WEBHOOK_DELIVERY_STATUSES).optional() });
 
+export const ReplayWebhookEventsBody = z
+  .object({
+    from: z.iso.datetime({ offset: true }).meta({ description: 'Events recorded at or after this time...' }),
+    to: z.iso.datetime({ offset: true }).meta({ description: '...and before this one; after `from`, at most 31 days later.' }),
+  })
+  .meta({ id: 'ReplayWebhookEventsRequest' });
+
+export const WebhookReplaySchema = z
+  .object({
+    replayId: z.string(),
+    endpointId: z.string(),
+    from: z.iso.datetime(),
+    to: z.iso.datetime(),
+    workflowId: z.string().meta({ description: 'The replay\'s workflow in Temporal (`webhook-replay/<endpointId>/<replayId>`).' }),
+  })
+  .meta({ id: 'WebhookReplay' });
+
 export const DeliveryParams = z.object({ id: z.uuid({ error: 'Must be a UUID' }), deliveryId: z.uuid({ error: 'Must be a UUID' }) });

@@ -52,6 +52,12 @@ export interface EventConsumer {
    */
   readonly eventNames?: readonly string[];
   /**
+   * Only events of the projects listed for this consumer in `event_consumer_projects` are queued for it (recorded in
+   * `event_consumers.project_scoped` when a worker registers it). Whoever lists the projects keeps the list in the
+   * transaction that changes their interest (for `webhooks-out`: a trigger on `webhook_endpoints`).
+   */
+  readonly projectScoped?: boolean;
+  /**
    * Writes through `ctx.tx`, in the dispatcher's transaction: what a call wrote commits with the removal of the events
    * it accepted, and a call that throws is rolled back to its savepoint. Such a consumer needs no receipts to be
    * exactly once (analytics rollups). It must do all its work through `ctx.tx`, and quickly: it holds the round.

@@ -188,19 +188,19 @@ export class EventDispatcher {
   }
 
   /**
-   * Adds the consumers to `event_consumers` with the event names each handles: the trigger writes outbox rows for them
-   * from then on.
+   * Adds the consumers to `event_consumers` with the event names each handles (and whether only listed projects'
+   * events): the trigger writes outbox rows for them from then on.
    */
   async register(): Promise<void> {
     const names = this.consumers.map((c) => c.name);
     // Each consumer's event names as one JSON value (null: every event): text[] cannot hold a null per row in unnest.
     const filters = this.consumers.map((c) => (c.eventNames ? JSON.stringify(c.eventNames) : null));
     await sql(this.pool).run(
-      `insert into event_consumers (name, event_names)
-       select n, case when f is null then null else array(select jsonb_array_elements_text(f::jsonb)) end
-       from unnest($1::text[], $2::text[]) as t(n, f)
-       on conflict (name) do update set event_names = excluded.event_names`,
-      [names, filters],
+      `insert into event_consumers (name, event_names, project_scoped)
+       select n, case when f is null then null else array(select jsonb_array_elements_text(f::jsonb)) end, s
+       from unnest($1::text[], $2::text[], $3::boolean[]) as t(n, f, s)
+       on conflict (name) do update set event_names = excluded.event_names, project_scoped = excluded.project_scoped`,
+      [names, filters, this.consumers.map((c) => c.projectScoped ?? false)],
     );
     const rows = await sql(this.pool).query<{ consumer: string; n: string }>(
       `select o.consumer, count(*)::text as n from event_outbox o where o.consumer <> all($1::text[]) group by 1`,

@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { Project } from '../projects/project.entity';
 
 /**
  * The event outbox (migration 20261123100000): written by a trigger on `events`, drained by event-dispatcher.ts,
@@ -12,6 +13,21 @@ export const OutboxConsumer = defineEntity({
     registeredAt: p.datetime().defaultRaw('now()'),
     /** The event names the consumer handles (migration 20261124120000); null: every event. */
     eventNames: p.array<string>().columnType('text[]').nullable(),
+    /** Only events of the projects listed for it in `event_consumer_projects` are queued for it (migration 20261127190000). */
+    projectScoped: p.boolean().default(false),
+  },
+});
+
+/**
+ * The projects a `project_scoped` consumer wants events of (migration 20261127190000): for `webhooks-out`, those with
+ * an enabled webhook endpoint, kept by a trigger on `webhook_endpoints`.
+ */
+export const OutboxConsumerProject = defineEntity({
+  name: 'OutboxConsumerProject',
+  tableName: 'event_consumer_projects',
+  properties: {
+    consumer: p.string().length(100).primary(),
+    project: () => p.manyToOne(Project).primary().deleteRule('cascade').updateRule('no action'),
   },
 });
 

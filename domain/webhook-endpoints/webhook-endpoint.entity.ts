@@ -25,6 +25,8 @@ export const WebhookEndpoint = defineEntity({
     failingSince: p.datetime().nullable(),
     /** Why the service disabled it (null when enabled, or disabled by the API). */
     disabledReason: p.string().length(500).nullable(),
+    /** When the owners were told that the service disabled it (null: not disabled by the service, or not told yet). */
+    ownersNotifiedAt: p.datetime().nullable(),
     createdAt: p.datetime().defaultRaw('now()'),
     updatedAt: p.datetime().defaultRaw('now()'),
   },
@@ -42,18 +44,29 @@ export const WebhookDelivery = defineEntity({
   name: 'WebhookDelivery',
   tableName: 'webhook_deliveries',
   uniques: [{ name: 'webhook_deliveries_endpoint_id_event_id_unique', properties: ['endpoint', 'eventId'] }],
-  indexes: [{ name: 'webhook_deliveries_endpoint_id_id_index', properties: ['endpoint', 'id'] }],
+  indexes: [
+    { name: 'webhook_deliveries_endpoint_id_id_index', properties: ['endpoint', 'id'] },
+    {
+      name: 'webhook_deliveries_pending_contact_index',
+      expression:
+        'create index "webhook_deliveries_pending_contact_index" on "webhook_deliveries" ("endpoint_id", "contact_id", "id") where status = \'PENDING\' and contact_id is not null',
+    },
+  ],
   properties: {
     id: p.uuid().primary(),
     endpoint: () => p.manyToOne(WebhookEndpoint).deleteRule('cascade').updateRule('no action'),
     projectId: p.uuid(),
     /** The recorded event (null for `webhook.test`). */
     eventId: p.uuid().nullable(),
+    /** The event's contact (null for `webhook.test`): a contact's deliveries to an endpoint are attempted one at a time, in id order. */
+    contactId: p.uuid().nullable(),
     type: p.string().length(200),
     payload: p.json<Record<string, unknown>>(),
     status: p.enum([...WEBHOOK_DELIVERY_STATUSES]).default('PENDING'),
     attempts: p.integer().default(0),
     lastResponseCode: p.integer().nullable(),
+    /** The replay (POST .../replay) that queued it, or queued it again, last. */
+    replayId: p.uuid().nullable(),
     createdAt: p.datetime().defaultRaw('now()'),
     updatedAt: p.datetime().defaultRaw('now()'),
   },

@@ -125,6 +125,7 @@ export async function updateEndpoint(em: EntityManager, policy: AddressPolicy, p
     `update webhook_endpoints set url = coalesce($3, url), description = case when $4 then $5 else description end,
        event_types = coalesce($6::jsonb, event_types), enabled = coalesce($7, enabled),
        failing_since = case when $7 then null else failing_since end, disabled_reason = case when $7 is not null then null else disabled_reason end,
+       owners_notified_at = case when $7 is not null then null else owners_notified_at end,
        updated_at = now()
      where id = $1 and project_id = $2 returning ${ENDPOINT_COLUMNS}`,
     [id, projectId, input.url ?? null, input.description !== undefined, input.description ?? null, input.eventTypes ? JSON.stringify(dedupe(input.eventTypes)) : null, input.enabled ?? null],

@@ -15,3 +15,4 @@ export { reputationCheck } from './reputation-check.workflow';
 export { inboundMail } from './inbound-mail.workflow';
 export { bounceMailboxPoll } from './bounce-mailbox.workflow';
 export { webhookDelivery } from './webhook-delivery.workflow';
+export { webhookReplay } from './webhook-replay.workflow';

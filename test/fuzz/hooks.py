@@ -92,6 +92,9 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
         "http to a network the SSRF guard does not allow, a refused address, or a host the URL parser rejects",
     ("PATCH /webhook-endpoints/{id}", 422, "VALIDATION_ERROR", frozenset({"invalid_url"})):
         "http to a network the SSRF guard does not allow, a refused address, or a host the URL parser rejects",
+    # A replay's range: `to` after `from`, at most 31 days (a relation between two fields, operation description).
+    ("POST /webhook-endpoints/{id}/replay", 422, "VALIDATION_ERROR", frozenset({"invalid_range", "range_too_large"})):
+        "to not after from, or a range over 31 days",
     ("PATCH /workflows/{id}/steps/{stepId}", 422, "VALIDATION_ERROR", frozenset({*FILTER_SEMANTICS, "wrong_step_type"})):
         "filter semantics beyond its shape, or a config of another step type than the stored step's (server state)",
     ("DELETE /workflows/{id}/steps/{stepId}", 422, "VALIDATION_ERROR", frozenset({"ambiguous_splice"})):

@@ -3,9 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { api } from '../helpers/api';
 import { expectStatus, projectWithDomain } from '../helpers/automations';
-import { closeDb } from '../helpers/db';
+import { closeDb, db, waitForEmailStatus } from '../helpers/db';
+import { deliver } from '../helpers/smtp-client';
+import { resolveSchema } from '../helpers/openapi';
+import { stackEnv } from '../stack-env';
+import { loadConfig } from '../../domain/config';
+import { returnPathAddress } from '../../domain/inbound/return-path';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { waitFor } from '../helpers/wait';
+import { messagesTo, waitForMail } from '../helpers/mailbox';
 
 /**
  * Webhooks out on the real stack (README › Webhooks out): endpoints of a project receive its events, signed per
@@ -18,11 +24,15 @@ interface Received {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: string;
+  /** When it arrived (ms). */
+  atMs: number;
 }
 
 const received: Received[] = [];
 /** Answers to give, per path, before the default 200 (e.g. [500] fails the first request). */
 const script = new Map<string, number[]>();
+/** Headers of the scripted (non-200) answers, per path (e.g. Retry-After). */
+const scriptHeaders = new Map<string, () => Record<string, string>>();
 let server: http.Server;
 let base: string;
 let project: TestProject;
@@ -64,9 +74,10 @@ beforeAll(async () => {
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       const path = req.url ?? '';
-      received.push({ path, headers: req.headers, body });
+      received.push({ path, headers: req.headers, body, atMs: Date.now() });
       const status = script.get(path)?.shift() ?? 200;
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'thanks' : 'not now');
+      const extra = status === 200 ? {} : (scriptHeaders.get(path)?.() ?? {});
+      res.writeHead(status, { 'content-type': 'text/plain', ...extra }).end(status === 200 ? 'thanks' : 'not now');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -215,6 +226,214 @@ test('an endpoint whose every attempt fails for WEBHOOK_ENDPOINT_DISABLE_AFTER (
   const calls = at(ep.path).length;
   expect(calls).toBe(delivery.attemptList.length);
 
+  // The owner is told, once (the first message of the owner is the signup's verification email), by the system sender.
+  const notice = (await waitForMail(project.userEmail, { count: 2, timeoutMs: 20_000 })).find((m) => m.subject?.startsWith('Webhook endpoint disabled'));
+  expect(notice).toBeDefined();
+  expect(notice!.subject).toBe('Webhook endpoint disabled: webhooks-out');
+  expect(notice!.from?.value[0]?.address).toBe('accounts@mailwright.test');
+  expect(notice!.headers.get('auto-submitted')).toBe('auto-generated');
+  expect(notice!.text).toContain(`${base}${ep.path}`);
+  expect(notice!.text).toContain('Every attempt failed since');
+  expect(notice!.text).toContain(`/webhook-endpoints/${ep.id}/replay`);
+  // The cancelling attempt found the notice sent: no second one.
+  expect(await messagesTo(project.userEmail)).toHaveLength(2);
+
   const enabled = expectStatus(await call('PATCH', `/webhook-endpoints/${ep.id}`, { enabled: true }), 200);
   expect(enabled).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
 });
+
+/**
+ * The consumers the outbox trigger queues an event for, seen inside the recording transaction (rolled back, so the
+ * dispatcher never sees it): the event is inserted as any writer inserts one.
+ */
+async function queuedFor(projectId: string, contactId: string): Promise<string[]> {
+  const client = await db().connect();
+  try {
+    await client.query('begin');
+    const { rows } = await client.query<{ id: string }>(
+      `insert into events (id, project_id, contact_id, name, data, source) values (gen_random_uuid(), $1, $2, 'interest_probe', '{}', 'TRACKED') returning id`,
+      [projectId, contactId],
+    );
+    const queued = await client.query<{ consumer: string }>('select consumer from event_outbox where event_id = $1 order by consumer', [rows[0]!.id]);
+    return queued.rows.map((r) => r.consumer);
+  } finally {
+    await client.query('rollback');
+    client.release();
+  }
+}
+
+test('the outbox queues webhooks-out only for projects with an enabled endpoint (create, disable, enable, delete, two endpoints)', async () => {
+  const p = await createTestProject('webhooks-out-interest');
+  const contactId: string = expectStatus(await call('POST', '/v1/track', { email: `interest-${tag()}@example.com`, event: 'seen' }, p), 200).data.contact;
+  const queued = () => queuedFor(p.projectId, contactId);
+  // The other consumers get it (the trigger ran), webhooks-out does not: the project has no endpoint.
+  expect(await queued()).toEqual(expect.arrayContaining(['analytics']));
+  expect(await queued()).not.toContain('webhooks-out');
+  const off = await endpoint({ eventTypes: ['*'], enabled: false }, p);
+  expect(await queued()).not.toContain('webhooks-out');
+  const on = await endpoint({ eventTypes: ['email.sent'] }, p);
+  expect(await queued()).toContain('webhooks-out');
+  expectStatus(await call('PATCH', `/webhook-endpoints/${on.id}`, { enabled: false }, p), 200);
+  expect(await queued()).not.toContain('webhooks-out');
+  expectStatus(await call('PATCH', `/webhook-endpoints/${off.id}`, { enabled: true }, p), 200);
+  expectStatus(await call('PATCH', `/webhook-endpoints/${on.id}`, { enabled: true }, p), 200);
+  expect(await queued()).toContain('webhooks-out');
+  // One of two enabled endpoints goes: the project is still listed; the second goes: it is not.
+  expect((await call('DELETE', `/webhook-endpoints/${off.id}`, undefined, p)).status).toBe(204);
+  expect(await queued()).toContain('webhooks-out');
+  expect((await call('DELETE', `/webhook-endpoints/${on.id}`, undefined, p)).status).toBe(204);
+  expect(await queued()).not.toContain('webhooks-out');
+});
+
+test('Retry-After of a 429 (seconds) or a 503 (an HTTP date) delays the next attempt by at least that, beyond the 5 s backoff', async () => {
+  const event = `throttled_${tag()}`;
+  const seconds = await endpoint({ eventTypes: [event] });
+  const date = await endpoint({ eventTypes: [event] });
+  const plain = await endpoint({ eventTypes: [event] });
+  script.set(seconds.path, [429]);
+  scriptHeaders.set(seconds.path, () => ({ 'retry-after': '9' }));
+  script.set(date.path, [503]);
+  // HTTP dates have whole seconds: 10 s ahead is at least 9 s ahead.
+  scriptHeaders.set(date.path, () => ({ 'retry-after': new Date(Date.now() + 10_000).toUTCString() }));
+  script.set(plain.path, [503]);
+  expectStatus(await call('POST', '/v1/track', { email: `throttled-${tag()}@example.com`, event }), 200);
+  await waitFor('the second attempts', async () => ([seconds, date, plain].every((e) => at(e.path).length >= 2) ? true : undefined), 40_000);
+  const gap = (e: { path: string }) => at(e.path)[1]!.atMs - at(e.path)[0]!.atMs;
+  expect(gap(seconds)).toBeGreaterThanOrEqual(9_000);
+  expect(gap(date)).toBeGreaterThanOrEqual(9_000);
+  // Without Retry-After the policy's first wait (5 s) applies: the receivers above were not merely slow to be retried.
+  expect(gap(plain)).toBeLessThan(9_000);
+  expect(at(seconds.path)[1]!.headers['webhook-id']).toBe(at(seconds.path)[0]!.headers['webhook-id']);
+}, 60_000);
+
+test('replay: the events of [from, to) that the endpoint wants are sent in recorded order, once; a second replay sends nothing again; bad ranges are 422', async () => {
+  const p = await createTestProject('webhooks-out-replay');
+  const event = `replayed_${tag()}`;
+  const pause = () => new Promise((r) => setTimeout(r, 30));
+  const track = async (email: string, name: string, n: number) => expectStatus(await call('POST', '/v1/track', { email, event: name, data: { n } }, p), 200).data.event as string;
+  const [ada, bob] = [`ada-${tag()}@example.com`, `bob-${tag()}@example.com`];
+  await track(ada, event, 0);
+  await pause();
+  const from = new Date().toISOString();
+  await pause();
+  const inRange = [await track(ada, event, 1), await track(bob, event, 2), await track(ada, 'not_wanted', 3), await track(ada, event, 4)];
+  await pause();
+  const to = new Date().toISOString();
+  await pause();
+  await track(bob, event, 5);
+  const ep = await endpoint({ eventTypes: [event] }, p);
+
+  const replay = expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
+  expect(replay).toMatchObject({ endpointId: ep.id, from, to, workflowId: `webhook-replay/${ep.id}/${replay.replayId}` });
+  await waitFor('the replayed events', async () => (at(ep.path).length >= 3 ? true : undefined), 30_000);
+  await new Promise((r) => setTimeout(r, 1_500));
+  const got = bodies(ep.path);
+  expect(got.map((b) => b.data.eventId).sort()).toEqual([inRange[0], inRange[1], inRange[3]].sort());
+  expect(at(ep.path).every((r) => verify(ep.secret, r))).toBe(true);
+  // A contact's events arrive in recorded order.
+  expect(got.filter((b) => b.data.contact.email === ada).map((b) => b.data.properties.n)).toEqual([1, 4]);
+  const listed = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`, undefined, p), 200);
+  expect(listed.total).toBe(3);
+
+  // Again: every delivery is SUCCEEDED, so nothing is sent twice.
+  expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
+  await new Promise((r) => setTimeout(r, 3_000));
+  expect(at(ep.path)).toHaveLength(3);
+
+  const refused = async (body: unknown) => {
+    const res = await call('POST', `/webhook-endpoints/${ep.id}/replay`, body, p);
+    return { status: res.status, codes: (res.body?.error?.errors ?? []).map((e: { code: string }) => e.code) };
+  };
+  expect(await refused({ from: to, to: from })).toEqual({ status: 422, codes: ['invalid_range'] });
+  expect(await refused({ from: '2026-01-01T00:00:00Z', to: '2026-02-02T00:00:00Z' })).toEqual({ status: 422, codes: ['range_too_large'] });
+  expect((await refused({ from: 'yesterday', to })).status).toBe(422);
+  expect((await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to })).status).toBe(404);
+}, 60_000);
+
+test("a contact's later events wait while its earlier one is retried (also from another batch); other contacts' do not", async () => {
+  const event = `ordered_${tag()}`;
+  const ep = await endpoint({ eventTypes: [event] });
+  script.set(ep.path, [500]);
+  const [ada, bob] = [`ordered-ada-${tag()}@example.com`, `ordered-bob-${tag()}@example.com`];
+  const track = async (email: string, n: number) => expectStatus(await call('POST', '/v1/track', { email, event, data: { n } }), 200);
+  await track(ada, 1);
+  // The first attempt failed: what comes now is another batch, and must wait for the retry of n=1 (5 s later).
+  await waitFor('the first attempt', async () => (at(ep.path).length >= 1 ? true : undefined), 20_000);
+  await track(ada, 2);
+  await track(ada, 3);
+  await track(bob, 4);
+  await waitFor('every event delivered', async () => (at(ep.path).length >= 5 ? true : undefined), 40_000);
+  const arrivals = at(ep.path).map((r) => ({ n: (JSON.parse(r.body) as { data: { properties: { n: number } } }).data.properties.n, atMs: r.atMs }));
+  const adaOrder = arrivals.filter((a) => a.n !== 4).map((a) => a.n);
+  expect(adaOrder).toEqual([1, 1, 2, 3]);
+  // Bob's event did not wait for Ada's retry.
+  const retryAt = arrivals.filter((a) => a.n === 1)[1]!.atMs;
+  expect(arrivals.find((a) => a.n === 4)!.atMs).toBeLessThan(retryAt);
+  const delivered = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`), 200).data;
+  // Held looks are not attempts: n=2 and n=3 were called once each.
+  expect(delivered.map((d: { attempts: number; payload: { data: { properties: { n: number } } } }) => [d.payload.data.properties.n, d.attempts]).sort()).toEqual([
+    [1, 2],
+    [2, 1],
+    [3, 1],
+    [4, 1],
+  ]);
+}, 60_000);
+
+/** An ARF (RFC 5965) abuse report about `email`, as a feedback loop sends it to abuse@ the bounce host. */
+function abuseReport(email: { id: string; to: string; messageId: string }, bounceHost: string): string {
+  const secret = loadConfig({ ...process.env, DATABASE_URL: stackEnv().databaseUrl }).appSecret;
+  const b = `arf-${tag()}`;
+  const report = ['Feedback-Type: abuse', 'User-Agent: ISP-FBL/1.0', 'Version: 1', `Original-Mail-From: <${returnPathAddress(email.id, bounceHost, secret)}>`, `Original-Rcpt-To: <${email.to}>`];
+  const returned = [`From: news@${domain}`, `To: ${email.to}`, 'Subject: Hooked', `Message-ID: ${email.messageId}`];
+  const head = ['From: Feedback Loop <fbl@isp.test>', `To: abuse@${bounceHost}`, 'Subject: FW: Hooked', `Message-ID: <${tag()}@isp.test>`, 'MIME-Version: 1.0'];
+  return [...head, `Content-Type: multipart/report; report-type=feedback-report; boundary="${b}"`, '', `--${b}`, 'Content-Type: text/plain', '', 'An abuse report.', '',
+    `--${b}`, 'Content-Type: message/feedback-report', '', ...report, '', `--${b}`, 'Content-Type: text/rfc822-headers', '', ...returned, '', `--${b}--`, ''].join('\r\n');
+}
+
+test('email.bounced, email.complained, contact.unsubscribed, a tracked event and a segment entry arrive signed, each with its documented payload', async () => {
+  const t = tag();
+  const custom = `upgraded_${t}`;
+  const types = ['email.bounced', 'email.complained', 'contact.unsubscribed', custom, `segment.vip-${t}.entry`];
+  const ep = await endpoint({ eventTypes: types });
+  const send = async (to: string) => expectStatus(await call('POST', '/v1/send', { to, from: `news@${domain}`, subject: 'Hooked', body: '<p>hi</p>' }), 200).data.emails[0].email as string;
+
+  // A permanent bounce: the relay refuses the recipient (550 at RCPT TO).
+  const bouncedId = await send(`bounce-${t}@example.com`);
+  // A complaint through the feedback loop: email.complained, and the contact unsubscribed (via complaint).
+  const complainer = `complainer-${t}@example.com`;
+  expectStatus(await call('POST', '/contacts', { email: complainer, subscribed: true }), 201);
+  const complainedId = await send(complainer);
+  const row = await waitForEmailStatus(complainedId, 'SENT');
+  const arf = await deliver(stackEnv().inboundSmtpPort, 'fbl@isp.test', [`abuse@bounces.${domain}`], abuseReport({ id: complainedId, to: complainer, messageId: row.message_id }, `bounces.${domain}`));
+  expect(arf.data?.code).toBe(250);
+  // A tracked event with its data.
+  expectStatus(await call('POST', '/v1/track', { email: `tracked-${t}@example.com`, event: custom, data: { plan: 'pro', seats: 3 } }), 200);
+  // A segment entry: a contact matches a tracked segment at its compute.
+  expectStatus(await call('POST', '/contacts', { email: `vip-${t}@example.com`, data: { tier: `vip-${t}` } }), 201);
+  const segment = expectStatus(await call('POST', '/segments', { name: `VIP ${t}`, type: 'DYNAMIC', trackMembership: true, condition: { operator: 'AND', conditions: [{ field: 'data.tier', operator: 'equals', value: `vip-${t}` }] } }), 201);
+  expect(segment.slug).toBe(`vip-${t}`);
+  expectStatus(await call('POST', `/segments/${segment.id}/compute`), 202);
+
+  await waitFor('every type at the endpoint', async () => (types.every((type) => bodies(ep.path).some((b) => b.type === type)) ? true : undefined), 45_000).catch((err: Error) => {
+    throw new Error(`${err.message}; received: ${bodies(ep.path).map((b) => b.type).join(', ')}`);
+  });
+  for (const r of at(ep.path)) expect(verify(ep.secret, r)).toBe(true);
+  const of = (type: string) => bodies(ep.path).find((b) => b.type === type)!;
+  expect(of('email.bounced').data).toMatchObject({ emailId: bouncedId, contact: { email: `bounce-${t}@example.com` }, properties: { source: 'smtp', bounceType: 'Permanent' } });
+  expect(of('email.complained').data).toMatchObject({ emailId: complainedId, contact: { email: complainer }, properties: { source: 'arf', complaintFeedbackType: 'abuse' } });
+  expect(of('contact.unsubscribed').data).toMatchObject({ contact: { email: complainer }, properties: { via: 'complaint' } });
+  expect(of(custom).data).toMatchObject({ emailId: null, contact: { email: `tracked-${t}@example.com` }, properties: { plan: 'pro', seats: 3 } });
+  expect(of(`segment.vip-${t}.entry`).data).toMatchObject({ contact: { email: `vip-${t}@example.com` }, properties: { segmentId: segment.id, segmentName: `VIP ${t}` } });
+
+  // Each body has what /openapi.json documents for its type (the webhook entries, OpenAPI 3.1).
+  const doc = (await api('GET', '/openapi.json')).body;
+  const entry: Record<string, string> = { [custom]: '{tracked event name}', [`segment.vip-${t}.entry`]: 'segment.{slug}.entry' };
+  for (const type of types) {
+    const body = resolveSchema(doc, doc.webhooks[entry[type] ?? type].post.requestBody.content['application/json'].schema);
+    const data = resolveSchema(doc, body.properties!.data);
+    const props = resolveSchema(doc, data.properties!.properties);
+    const got = of(type);
+    expect({ type, top: Object.keys(got).sort(), data: Object.keys(got.data).sort() }).toEqual({ type, top: [...(body.required as string[])].sort(), data: [...(data.required as string[])].sort() });
+    for (const key of (props.required as string[] | undefined) ?? []) expect({ type, key, present: key in got.data.properties }).toEqual({ type, key, present: true });
+  }
+}, 90_000);

@@ -4,6 +4,7 @@ import type { ApiDeps } from '../../api/context';
 import { openApiDocument } from '../../api/system/routes';
 import { loadConfig } from '../../domain/config';
 import { endpointUrlProblem } from '../../domain/webhook-endpoints/webhook-endpoint.service';
+import { WEBHOOK_RETRY, webhookBackoffMs, webhookRetryDelayMs } from '../../temporal/webhook-retry';
 import { eventPayload, newEndpointSecret, standardWebhookHeaders, webhookTypeOf } from '../../domain/webhook-endpoints/standard-webhooks';
 
 describe('Standard Webhooks signatures', () => {
@@ -87,5 +88,26 @@ describe('the OpenAPI document', () => {
     expect(schema.required).toEqual(['type', 'timestamp', 'data']);
     expect(schema.properties.type).toMatchObject({ enum: ['email.sent'] });
     expect(schema.properties.data.properties.properties.required).toEqual(['messageId', 'response']);
+  });
+});
+
+describe('Retry-After and the backoff of webhook deliveries', () => {
+  test.each([
+    // attempt, Retry-After (ms), next wait
+    [1, undefined, undefined],
+    [1, 9_000, 9_000],
+    [1, 1_000, 5_000],
+    [3, 1_000, 20_000],
+    [3, 60_000, 60_000],
+    [2, 0, 10_000],
+    [1, 7_200_000, 3_600_000],
+    [20, 5_000, 3_600_000],
+  ])('after attempt %p, Retry-After %p ms waits %p ms (at least it and the backoff, at most an hour)', (attempt, retryAfter, expected) => {
+    expect(webhookRetryDelayMs(attempt, retryAfter)).toBe(expected);
+  });
+
+  test('the backoff is 5 s doubling to an hour, as Temporal computes it from the policy', () => {
+    expect([1, 2, 3, 4, 10, 11, 12, 40].map(webhookBackoffMs)).toEqual([5_000, 10_000, 20_000, 40_000, 2_560_000, 3_600_000, 3_600_000, 3_600_000]);
+    expect(WEBHOOK_RETRY.forMs).toBe(3 * 24 * 3_600_000);
   });
 });
