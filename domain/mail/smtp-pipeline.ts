@@ -1,7 +1,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import tls from 'node:tls';
-import { smtpErrorReason, smtpSendDuration, smtpSendErrors } from '../metrics';
+import { measureSend, smtpRelay } from './transport';
 import type { SmtpError } from '../emails/delivery';
 
 /**
@@ -271,17 +271,15 @@ class PipelinedConnection {
       this.maybeIdle();
       return;
     }
-    this.envelopeOpen = true;
-    this.active.add(job);
-    const pipelining = this.extensions.has('PIPELINING');
     const unsupported = this.refusal(job);
     if (unsupported) {
-      this.active.delete(job);
-      this.envelopeOpen = false;
       job.reject(unsupported);
       this.pump(prefix);
       return;
     }
+    this.envelopeOpen = true;
+    this.active.add(job);
+    const pipelining = this.extensions.has('PIPELINING');
     const commands: [string, string][] = [];
     if (this.needsReset) commands.push(['RSET', 'RSET']);
     this.needsReset = false;
@@ -290,14 +288,12 @@ class PipelinedConnection {
     const replies = commands.map(([, name], i) => (r: Reply) => {
       const ok = name === 'DATA' ? r.code === 354 : name === 'RSET' ? r.code < 400 : r.code >= 200 && r.code < 300;
       if (!ok && !failure && name !== 'RSET') failure = this.replyError(r, name);
-      if (!pipelining && !failure && i + 1 < commands.length) this.write(null, `${commands[i + 1]![0]}\r\n`);
-      if (name !== 'DATA' && (pipelining || !failure)) return;
-      if (name !== 'DATA' && !pipelining) {
-        // A command refused without pipelining: nothing more of this job is on the wire.
-        this.endEnvelope(job, failure!, null);
-        return;
-      }
-      this.endEnvelope(job, failure, r);
+      if (name === 'DATA') this.endEnvelope(job, failure, r);
+      // Pipelined, every command is on the wire already: DATA's reply settles the job.
+      else if (pipelining) return;
+      // One at a time: a refusal ends the job (nothing more of it is on the wire), else the next command goes.
+      else if (failure) this.endEnvelope(job, failure, null);
+      else this.write(null, `${commands[i + 1]![0]}\r\n`);
     });
     this.expected.push(...replies.map((reply) => ({ reply })));
     if (pipelining) this.write(prefix, commands.map(([line]) => `${line}\r\n`).join(''));
@@ -409,26 +405,14 @@ export class SmtpPipelinePool {
     return conn.capabilities();
   }
 
-  /** Sends one message; resolves with the relay's final reply, rejects with an SmtpError. Measured as sendMeasured is. */
+  /** Sends one message; resolves with the relay's final reply, rejects with an SmtpError. Measured as nodemailer's sends are. */
   send(job: WireJob): Promise<SmtpSent> {
-    const end = smtpSendDuration.startTimer();
-    return new Promise<SmtpSent>((resolve, reject) => {
-      if (this.closing) {
-        reject(smtpError('The pool was closed', { code: 'ECONNECTION' }));
-        return;
-      }
-      this.dispatch({ ...job, resolve, reject });
-    }).then(
-      (sent) => {
-        end({ outcome: 'sent' });
-        return sent;
-      },
-      (err: unknown) => {
-        const reason = smtpErrorReason(err);
-        end({ outcome: reason === '5xx' ? 'rejected' : 'error' });
-        smtpSendErrors.inc({ reason });
-        throw err;
-      },
+    return measureSend(
+      () =>
+        new Promise<SmtpSent>((resolve, reject) => {
+          if (this.closing) reject(smtpError('The pool was closed', { code: 'ECONNECTION' }));
+          else this.dispatch({ ...job, resolve, reject });
+        }),
     );
   }
 
@@ -459,17 +443,8 @@ export class SmtpPipelinePool {
   }
 }
 
-/** The pool for `SMTP_URL` with the settings of the nodemailer transport (domain/mail/transport.ts). */
+/** The pool for `SMTP_URL`: the relay nodemailer's transport connects to (domain/mail/transport.ts), the same way. */
 export function createSmtpPipelinePool(smtpUrl: string, poolSize: number): SmtpPipelinePool {
-  const url = new URL(smtpUrl);
-  const secure = url.protocol === 'smtps:';
-  return new SmtpPipelinePool({
-    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port: Number(url.port) || (secure ? 465 : 587),
-    secure,
-    ignoreTLS: url.searchParams.get('ignoreTLS') === 'true',
-    rejectUnauthorized: !['127.0.0.1', 'localhost', '::1', '[::1]'].includes(url.hostname),
-    auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
-    maxConnections: poolSize,
-  });
+  const { loopback, ...relay } = smtpRelay(smtpUrl);
+  return new SmtpPipelinePool({ ...relay, rejectUnauthorized: !loopback, maxConnections: poolSize });
 }
