@@ -41,9 +41,58 @@ function header(key: string, value: Parameters<MimeNode['encodeHeaderValue']>[1]
   return foldLines(`${key}: ${encoder.encodeHeaderValue(key, value)}`, 76);
 }
 
+/**
+ * The per-message headers of a campaign, without nodemailer's encoder where its result is known: it was about a tenth
+ * of rendering a message. Each shortcut gives the line nodemailer writes (a differential unit test compares them) and
+ * takes only values it leaves unchanged; anything else goes through `header`.
+ * - To without a name: a dot-atom address on a lowercase ASCII domain is written as it is.
+ * - Subject: printable ASCII that fits one line is written as it is.
+ * - Message-ID: an id already in angle brackets, printable, on one line.
+ * - Date: the same line for every message of a second.
+ * - From and Reply-To (the same for every message of a send): remembered.
+ */
+/** An RFC 5322 dot-atom local part at a lowercase ASCII domain. */
+const PLAIN_ADDRESS = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[a-z0-9-]+(?:\.[a-z0-9-]+)+$/;
+const PRINTABLE = /^[\x20-\x7e]*$/;
+const PLAIN_ID = /^<[\x21-\x3d\x3f-\x7e]+>$/;
+const fits = (key: string, value: string) => key.length + 2 + value.length <= 76;
+
+function toHeader(to: MimeAddress): string {
+  return !to.name && PLAIN_ADDRESS.test(to.address) && fits('To', to.address) ? `To: ${to.address}` : header('To', { name: to.name ?? '', address: to.address });
+}
+
+function subjectHeader(subject: string): string {
+  return PRINTABLE.test(subject) && fits('Subject', subject) ? `Subject: ${subject}` : header('Subject', subject);
+}
+
+function messageIdHeader(id: string): string {
+  return PLAIN_ID.test(id) && fits('Message-ID', id) ? `Message-ID: ${id}` : header('Message-ID', id);
+}
+
+let dateLine = { second: Number.NaN, line: '' };
+function dateHeader(date: Date): string {
+  const second = Math.floor(date.getTime() / 1000);
+  if (second !== dateLine.second) dateLine = { second, line: header('Date', date) };
+  return dateLine.line;
+}
+
+/** Lines by key and value for the headers every message of a send shares; cleared when it grows past a few sends' worth. */
+const shared = new Map<string, string>();
+function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): string {
+  const id = JSON.stringify(typeof value === 'string' ? [key, value] : [key, value.name ?? '', value.address]);
+  let line = shared.get(id);
+  if (line === undefined) {
+    if (shared.size >= 256) shared.clear();
+    line = header(key, typeof value === 'string' ? value : { name: value.name ?? '', address: value.address });
+    shared.set(id, line);
+  }
+  return line;
+}
+
 const BOUNDARY_MARK = '=_mw_';
 
-const crlf = (s: string) => s.replace(/\r\n|\r|\n/g, '\r\n');
+/** CRLF line ends; a text without CR (what templates render) needs only a native string replace. */
+const crlf = (s: string) => (s.includes('\r') ? s.replace(/\r\n|\r|\n/g, '\r\n') : s.replaceAll('\n', '\r\n'));
 
 /**
  * Content that may go as it is (RFC 2045 `7bit`): ASCII without NUL, no line over 998 octets, and nothing that could
@@ -166,12 +215,9 @@ export function buildMime(msg: MimeMessage, opts: { eightBit?: boolean } = {}): 
   if (msg.text) body = multipart('alternative', `${boundary}_a`, [textPart('text/plain', msg.text, eightBit), body]);
   if (mixed.length) body = multipart('mixed', `${boundary}_m`, [body, ...mixed.map(attachmentPart)]);
 
-  const headers = [
-    header('From', { name: msg.from.name ?? '', address: msg.from.address }),
-    header('To', { name: msg.to.name ?? '', address: msg.to.address }),
-  ];
-  if (msg.replyTo) headers.push(header('Reply-To', msg.replyTo));
-  headers.push(header('Subject', msg.subject), header('Message-ID', msg.messageId), header('Date', msg.date ?? new Date()), 'MIME-Version: 1.0');
+  const headers = [sharedHeader('From', msg.from), toHeader(msg.to)];
+  if (msg.replyTo) headers.push(sharedHeader('Reply-To', msg.replyTo));
+  headers.push(subjectHeader(msg.subject), messageIdHeader(msg.messageId), dateHeader(msg.date ?? new Date()), 'MIME-Version: 1.0');
   // Like nodemailer, a header whose value is blank is left out.
   for (const [key, value] of Object.entries(msg.headers ?? {})) {
     if (!value.trim()) continue;

@@ -1,5 +1,7 @@
 import { simpleParser } from 'mailparser';
 import libqp from 'libqp';
+import MimeNode from 'nodemailer/lib/mime-node';
+import { foldLines } from 'nodemailer/lib/mime-funcs';
 import { buildMime, quotedPrintable, type MimeMessage } from '../../domain/mail/mime';
 
 /** The message the delivery activity builds, parsed back the way a receiving client reads it. */
@@ -153,5 +155,52 @@ describe('quotedPrintable', () => {
   test('hard line breaks stay where the text has them, and plain short lines are unchanged', () => {
     expect(quotedPrintable('plain line\r\nsecond')).toBe('plain line\r\nsecond');
     expect(quotedPrintable('a = b \r\nGrüße\t')).toBe('a =3D b=20\r\nGr=C3=BC=C3=9Fe=09');
+  });
+});
+
+describe('per-message headers', () => {
+  /** The header block's line for `key`, with its folded continuation lines. */
+  const headerLine = (raw: string, key: string) => {
+    const block = raw.slice(0, raw.indexOf('\r\n\r\n')).split('\r\n');
+    const at = block.findIndex((l) => l.startsWith(`${key}:`));
+    expect(at).toBeGreaterThanOrEqual(0);
+    let end = at + 1;
+    while (end < block.length && /^[ \t]/.test(block[end]!)) end++;
+    return block.slice(at, end).join('\r\n');
+  };
+  const nodemailer = (key: string, value: Parameters<MimeNode['encodeHeaderValue']>[1]) => foldLines(`${key}: ${new MimeNode().encodeHeaderValue(key, value)}`, 76);
+
+  test('are the lines nodemailer writes, through the shortcuts and around them', () => {
+    const addresses = [
+      { name: null, address: 'reader-1@example.com' },
+      { name: null, address: 'Reader.One+tag@example.com' },
+      { name: null, address: 'reader@EXAMPLE.com' },
+      { name: null, address: 'a.b@bücher.example' },
+      { name: null, address: '"quoted local"@example.com' },
+      { name: null, address: `${'x'.repeat(70)}@example.com` },
+      { name: 'Ada Lovelace', address: 'ada@example.org' },
+      { name: 'Zoë', address: 'zoe@example.org' },
+    ];
+    const subjects = ['Hello', '  leading and trailing  ', 'a =?utf-8?q?x?= word', `${'long '.repeat(20)}end`, 'Grüße', 'tab\there', ''];
+    const ids = ['<0190f3a2-7b1c-7def-8abc-0123456789ab@example.com>', `<${'a'.repeat(80)}@example.com>`, '<a>b>', 'no-brackets@example.com'];
+    const froms = [{ name: 'Example News', address: 'news@example.com' }, { name: '', address: 'plain@example.com' }, { name: 'Zoë, "Team"', address: 'team@bücher.example' }];
+    for (let i = 0; i < 24; i++) {
+      const msg: MimeMessage = {
+        ...base,
+        to: addresses[i % addresses.length]!,
+        from: froms[i % froms.length]!,
+        replyTo: i % 2 ? 'help@example.com' : `Help Desk <help+${i}@Example.com>`,
+        subject: subjects[i % subjects.length]!,
+        messageId: ids[i % ids.length]!,
+        date: new Date(Date.UTC(2026, 10, 27, 15, 0, i % 3, 7 * i)),
+      };
+      const raw = buildMime(msg);
+      expect(headerLine(raw, 'To')).toBe(nodemailer('To', { name: msg.to.name ?? '', address: msg.to.address }));
+      expect(headerLine(raw, 'From')).toBe(nodemailer('From', { name: msg.from.name ?? '', address: msg.from.address }));
+      expect(headerLine(raw, 'Reply-To')).toBe(nodemailer('Reply-To', msg.replyTo!));
+      expect(headerLine(raw, 'Message-ID')).toBe(nodemailer('Message-ID', msg.messageId));
+      expect(headerLine(raw, 'Date')).toBe(nodemailer('Date', msg.date!));
+      if (msg.subject) expect(headerLine(raw, 'Subject')).toBe(nodemailer('Subject', msg.subject));
+    }
   });
 });
