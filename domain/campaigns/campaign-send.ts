@@ -330,6 +330,10 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
             recorder.add({ kind: 'invalid', id: message.id, reason: message.invalid });
             continue;
           }
+          if ('retry' in message) {
+            recorder.add({ kind: 'retry', id: message.id, error: message.retry });
+            continue;
+          }
           if (throttle) await throttle.take();
           while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
           const p = deliver(deps.smtp, message).then((o) => recorder.add(o));

@@ -1,5 +1,6 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
+import { isRenderTimeout } from '../rendering/render';
 import { buildMime, wireMessage } from '../mail/mime';
 import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
@@ -35,7 +36,11 @@ export type RenderedMessage =
   /** `wire`: the whole message as it goes to SMTP after DATA: signed, dot-stuffed, with the terminating `.` line. */
   | (MessageHead & { wire: Buffer })
   /** This recipient's data makes the message invalid (e.g. too large once rendered): it is not sent. */
-  | { id: string; invalid: string };
+  | { id: string; invalid: string }
+  /** The render ran out of its wall-clock budget (a busy machine): the recipient is tried again in a later pass. */
+  | { id: string; retry: string };
+
+type Unsent = { id: string; invalid: string } | { id: string; retry: string };
 
 /**
  * A rendered batch as it crosses from a render thread: every message's bytes in one buffer, which the thread hands
@@ -43,7 +48,7 @@ export type RenderedMessage =
  */
 export interface PackedBatch {
   bytes: ArrayBuffer;
-  messages: ((MessageHead & { start: number; end: number }) | { id: string; invalid: string })[];
+  messages: ((MessageHead & { start: number; end: number }) | Unsent)[];
 }
 
 const prepared = new Map<string, Promise<PreparedMessage>>();
@@ -62,7 +67,7 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   }
   const ready = await message;
   const raws: string[] = [];
-  const rendered = task.recipients.map((r): MessageHead | { id: string; invalid: string } => {
+  const rendered = task.recipients.map((r): MessageHead | Unsent => {
     try {
       const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data: r.data, emailId: r.id });
       const mime = buildMime(mimeMessageOf(email), { eightBit: task.eightBit });
@@ -70,6 +75,7 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
       raws.push(wireMessage(signed));
       return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: { from: email.envelope.from, to: r.email }, eightBit: task.eightBit === true && NON_ASCII.test(signed) };
     } catch (err) {
+      if (isRenderTimeout(err)) return { id: r.id, retry: (err as Error).message };
       if (err instanceof AppError) return { id: r.id, invalid: err.message };
       throw err;
     }
@@ -79,7 +85,7 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   let offset = 0;
   let i = 0;
   const messages = rendered.map((m) => {
-    if ('invalid' in m) return m;
+    if (!('subject' in m)) return m;
     const start = offset;
     offset += bytes.write(raws[i]!, start);
     i++;
@@ -91,7 +97,7 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
 /** The messages of a batch, each with its own view of the batch's bytes. */
 export function unpack(batch: PackedBatch): RenderedMessage[] {
   return batch.messages.map((m) =>
-    'invalid' in m ? m : { id: m.id, subject: m.subject, messageId: m.messageId, envelope: m.envelope, eightBit: m.eightBit, wire: Buffer.from(batch.bytes, m.start, m.end - m.start) },
+    !('subject' in m) ? m : { id: m.id, subject: m.subject, messageId: m.messageId, envelope: m.envelope, eightBit: m.eightBit, wire: Buffer.from(batch.bytes, m.start, m.end - m.start) },
   );
 }
 

@@ -208,6 +208,15 @@ function liquidFailure(err: unknown, field: string): TemplateError {
   return new TemplateError(field, limit ? 'template_limit_exceeded' : 'invalid_template', message);
 }
 
+/**
+ * Whether a render failed only on its wall-clock budget (RENDER_LIMIT_MS). On a machine short of CPU a render that
+ * normally takes a millisecond can wait that long for a core, so a campaign retries such a recipient in a later pass
+ * instead of failing them for good; a template that is slow for everyone still fails once the retries are spent.
+ */
+export function isRenderTimeout(err: unknown): boolean {
+  return err instanceof TemplateError && err.reason === 'template_limit_exceeded' && /render limit exceeded/.test(err.message);
+}
+
 function parse(source: string, mode: Mode, field: string): Template[] {
   const key = hashOf(mode, source);
   const hit = parsedCache.get(key);
