@@ -36,6 +36,12 @@ const TEMPLATES = [
   '{{ name | explode }}',
   '{{ 10 | divided_by: zero }}',
   '{% raw %}{{ not rendered }}{% endraw %}{{ name | json }} {{ items | map: "title" | join: ", " }} {{ items | where: "price", 3 | size }}',
+  // Outputs inside loops and the other block tags: break, continue, nesting, modifiers, else, errors inside.
+  '{% for r in items %}{% if r.price == 4.25 %}{% continue %}{% endif %}{{ r.title }}{% if forloop.index == 3 %}{% break %}{% endif %},{% endfor %}|{% for r in items reversed offset: 1 %}{{ forloop.rindex }}{{ r.price }}{% endfor %}',
+  '{% for a in items limit: 2 %}{% for b in items offset: 1 %}{{ forloop.parentloop.index }}.{{ forloop.index }}{% if forloop.last %};{% endif %}{% endfor %}{% endfor %}{% for c in items offset: continue limit: 1 %}{{ c.title }}{% endfor %}',
+  '{% for r in items %}{% capture t %}[{{ r.title | truncate: 6 }}]{% endcapture %}{{ t }}{% else %}empty{% endfor %}{% for ch in name %}{{ ch }}{% endfor %}{% for kv in map %}{{ kv[0] }}={{ kv[1] }} {% endfor %}',
+  '{% tablerow r in items cols: 2 %}{{ r.title }}{% endtablerow %}{% for r in items %}{{ r.title | explode }}{{ name | explode }}{% endfor %}',
+  '{% for i in (1..3) %}{% for j in (1..i) %}{{ j }}{% endfor %}{% unless forloop.last %}-{% endunless %}{% endfor %}{{ 1 | divided_by: zero }}',
 ];
 
 const DATA: Record<string, unknown>[] = [
