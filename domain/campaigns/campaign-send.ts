@@ -219,7 +219,8 @@ interface RecipientRow {
   contactId: string;
   email: string | null;
   subscribed: boolean | null;
-  data: Record<string, unknown> | null;
+  /** The contact's data as JSON text: parsed where the message is rendered (a render thread), not here. */
+  data: string | null;
   /** Why the address is on the suppression list now, if it is. */
   suppressed: SuppressionReason | null;
 }
@@ -247,7 +248,7 @@ const RENDER_AHEAD = 4;
 
 const CAMPAIGN_CHUNK = statement(
   'campaign_chunk',
-  `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data, ${suppressedReasonSql('e.project_id', 'c.email')} as suppressed
+  `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data::text as data, ${suppressedReasonSql('e.project_id', 'c.email')} as suppressed
   from emails e left join contacts c on c.id = e.contact_id
   where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
   order by e.contact_id limit $5`,
@@ -309,7 +310,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       // Batches are rendered at most RENDER_AHEAD ahead of the one being sent: enough to keep the threads busy, and
       // only that many rendered messages are held in memory.
       const render = (i: number) => {
-        const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? {} }));
+        const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? '{}' }));
         // The key names the return path too: a render thread keeps the prepared message per key across rounds.
         const pending = deps.renderPool.render({ key: `${input.campaignId}/${spec.returnPathHost ?? ''}`, spec, dkim, eightBit, recipients });
         pending.catch(() => undefined);

@@ -20,7 +20,12 @@ export interface RenderTask {
   dkim?: DkimSigningKey;
   /** The relay offers 8BITMIME: non-ASCII text parts go as UTF-8 octets (`8bit`) instead of quoted-printable. */
   eightBit?: boolean;
-  recipients: { id: string; contactId: string; email: string; data: Record<string, unknown> }[];
+  /**
+   * `data`: the contact's data as Postgres prints it (JSON text), parsed here. Handing text to a render thread copies
+   * one string, where the parsed object would be parsed on the worker's main thread and then copied field by field
+   * (structured clone) on both sides.
+   */
+  recipients: { id: string; contactId: string; email: string; data: string | Record<string, unknown> }[];
 }
 
 interface MessageHead {
@@ -69,7 +74,8 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   const raws: string[] = [];
   const rendered = task.recipients.map((r): MessageHead | Unsent => {
     try {
-      const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data: r.data, emailId: r.id });
+      const data = typeof r.data === 'string' ? (JSON.parse(r.data) as Record<string, unknown>) : r.data;
+      const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data, emailId: r.id });
       const mime = buildMime(mimeMessageOf(email), { eightBit: task.eightBit });
       const signed = task.dkim ? signMessage(mime, task.dkim) : mime;
       raws.push(wireMessage(signed));
