@@ -321,7 +321,7 @@ test('Retry-After of a 429 (seconds) or a 503 (an HTTP date) delays the next att
   expect(at(seconds.path)[1]!.headers['webhook-id']).toBe(at(seconds.path)[0]!.headers['webhook-id']);
 }, 60_000);
 
-test('replay: the events of [from, to) that the endpoint wants are sent in recorded order, once; a second replay sends nothing again; bad ranges are 422', async () => {
+test('replay: the events of [from, to) that the endpoint wants are sent in recorded order, once; its status counts them; a second replay sends nothing again; bad ranges are 422', async () => {
   const p = await createTestProject('webhooks-out-replay');
   const event = `replayed_${tag()}`;
   const pause = () => new Promise((r) => setTimeout(r, 30));
@@ -349,10 +349,24 @@ test('replay: the events of [from, to) that the endpoint wants are sent in recor
   expect(got.filter((b) => b.data.contact.email === ada).map((b) => b.data.properties.n)).toEqual([1, 4]);
   const listed = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`, undefined, p), 200);
   expect(listed.total).toBe(3);
+  // Its status: the run's state, what it read and queued, and how those deliveries stand.
+  const status = (r: { replayId: string }) => call('GET', `/webhook-endpoints/${ep.id}/replays/${r.replayId}`, undefined, p);
+  const done = await waitFor('the replay settled', async () => {
+    const s = expectStatus(await status(replay), 200);
+    return s.state === 'COMPLETED' && s.deliveries.SUCCEEDED === 3 ? s : undefined;
+  }, 20_000);
+  expect(done).toMatchObject({ replayId: replay.replayId, endpointId: ep.id, from, to, workflowId: replay.workflowId, queued: 3, deliveries: { PENDING: 0, SUCCEEDED: 3, FAILED: 0, CANCELLED: 0 } });
+  // Every event of the range was read (the four tracked ones, and whatever else the project recorded meanwhile).
+  expect(done.events).toBeGreaterThanOrEqual(4);
+
   // Again: every delivery is SUCCEEDED, so nothing is sent twice.
-  expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
+  const again = expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
   await new Promise((r) => setTimeout(r, 3_000));
   expect(at(ep.path)).toHaveLength(3);
+  expect(expectStatus(await status(again), 200)).toMatchObject({ state: 'COMPLETED', events: done.events, queued: 0, deliveries: { PENDING: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 } });
+  // An unknown replay, and another project's key: 404.
+  expect((await status({ replayId: randomUUID() })).status).toBe(404);
+  expect((await call('GET', `/webhook-endpoints/${ep.id}/replays/${replay.replayId}`)).status).toBe(404);
 
   const refused = async (body: unknown) => {
     const res = await call('POST', `/webhook-endpoints/${ep.id}/replay`, body, p);
