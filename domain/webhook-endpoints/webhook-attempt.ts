@@ -1,4 +1,4 @@
-import { sql } from '../db/sql';
+import { sql, statement } from '../db/sql';
 import { uuidv7 } from '../ids';
 import type { SecretBox } from '../domains/secret-box';
 import { callWebhook, WebhookError, type WebhookResult } from '../automations/webhook';
@@ -26,8 +26,11 @@ export interface AttemptSettings extends AddressPolicy {
  */
 export type AttemptOutcome =
   | { outcome: 'done'; status?: number; skipped?: string }
-  /** Not attempted: an earlier delivery of the same contact to the endpoint is still pending (README › Webhooks out › Order). */
-  | { outcome: 'held'; behind: string }
+  /**
+   * Not attempted: an earlier delivery of the same contact to the endpoint is still pending (README › Webhooks out ›
+   * Order); `retrying` when that one has failed an attempt already (so it may be pending for long).
+   */
+  | { outcome: 'held'; behind: string; retrying: boolean }
   | { outcome: 'retry' | 'failed'; error: string; status?: number; /** The receiver's Retry-After (capped at an hour). */ retryAfterMs?: number };
 
 interface Target {
@@ -39,9 +42,57 @@ interface Target {
   secret: string;
   previousSecret: string | null;
   noticeDue: boolean;
-  /** The earliest PENDING delivery of the same contact to the endpoint made before this one, if any. */
+  /** The earliest PENDING delivery of the same contact to the endpoint made before this one, if any... */
   behind: string | null;
+  /** ...and whether it has been attempted already (it failed: it is being retried). */
+  behindRetrying: boolean | null;
 }
+
+// Prepared statements (npm run sql:snapshots): every attempt runs the first, and the second or the third.
+const ATTEMPT_TARGET = statement(
+  'webhook_attempt_target',
+  `select d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
+          case when e.previous_secret_expires_at > now() then e.previous_secret end as "previousSecret",
+          (not e.enabled and e.disabled_reason is not null and e.owners_notified_at is null) as "noticeDue",
+          b.id as behind, b.attempts > 0 as "behindRetrying"
+   from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+   left join lateral (
+     select b.id, b.attempts from webhook_deliveries b
+     where b.endpoint_id = d.endpoint_id and b.contact_id = d.contact_id and b.id < d.id and b.status = 'PENDING'
+     order by b.id limit 1
+   ) b on true
+   where d.id = $1`,
+);
+
+/** A successful attempt: stored, the delivery SUCCEEDED, the endpoint's failure streak (if any) ended; one round trip. */
+const RECORD_SUCCESS = statement(
+  'webhook_attempt_record_success',
+  `with attempt as (
+     insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error) values ($1, $2, true, $4, $5, $6, null)
+   ), delivery as (
+     update webhook_deliveries set status = 'SUCCEEDED', attempts = attempts + 1, last_response_code = $4, updated_at = now() where id = $2
+   )
+   update webhook_endpoints set failing_since = null where id = $3 and failing_since is not null`,
+);
+
+/**
+ * A failed attempt: stored, the delivery PENDING (to retry) or FAILED, and the endpoint's failure streak started or,
+ * once older than the disable-after setting ($9, ms), the endpoint disabled; answers whether the owners' notice is due.
+ */
+const RECORD_FAILURE = statement(
+  'webhook_attempt_record_failure',
+  `with attempt as (
+     insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error) values ($1, $2, false, $4, $5, $6, $7)
+   ), delivery as (
+     update webhook_deliveries set status = $8, attempts = attempts + 1, last_response_code = $4, updated_at = now() where id = $2
+   )
+   update webhook_endpoints set failing_since = coalesce(failing_since, now()),
+     enabled = case when failing_since < now() - $9 * interval '1 millisecond' then false else enabled end,
+     disabled_reason = case when failing_since < now() - $9 * interval '1 millisecond'
+       then 'Every attempt failed since ' || to_char(failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') else disabled_reason end
+   where id = $3
+   returning (not enabled and disabled_reason is not null and owners_notified_at is null) as "noticeDue"`,
+);
 
 /**
  * Makes one HTTP attempt of a delivery and records it (webhook_attempts), with the delivery's status and the endpoint's
@@ -50,15 +101,7 @@ interface Target {
  */
 export async function attemptDelivery(source: EntityManager | Pool, box: SecretBox, settings: AttemptSettings, deliveryId: string): Promise<AttemptOutcome> {
   const db = sql(source);
-  const t = await db.one<Target>(
-    `select d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
-            case when e.previous_secret_expires_at > now() then e.previous_secret end as "previousSecret",
-            (not e.enabled and e.disabled_reason is not null and e.owners_notified_at is null) as "noticeDue",
-            (select b.id from webhook_deliveries b where b.endpoint_id = d.endpoint_id and b.contact_id = d.contact_id and b.id < d.id and b.status = 'PENDING'
-             order by b.id limit 1) as behind
-     from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where d.id = $1`,
-    [deliveryId],
-  );
+  const t = await db.one<Target>(ATTEMPT_TARGET, [deliveryId]);
   if (!t) return { outcome: 'done', skipped: 'the endpoint or delivery was deleted' };
   if (t.status === 'SUCCEEDED') return { outcome: 'done', skipped: 'delivered already' };
   if (!t.enabled) {
@@ -66,7 +109,7 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
     await db.run(`update webhook_deliveries set status = 'CANCELLED', updated_at = now() where id = $1 and status = 'PENDING'`, [deliveryId]);
     return { outcome: 'done', skipped: 'the endpoint is disabled' };
   }
-  if (t.behind) return { outcome: 'held', behind: t.behind };
+  if (t.behind) return { outcome: 'held', behind: t.behind, retrying: t.behindRetrying === true };
   const secrets = [box.decrypt(t.secret, endpointSecretContext(t.endpointId))];
   if (t.previousSecret) secrets.push(box.decrypt(t.previousSecret, endpointSecretContext(t.endpointId)));
   const webhookId = webhookIdOf(deliveryId);
@@ -89,25 +132,22 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
     failure = err instanceof WebhookError ? err : new WebhookError(String(err), 'NETWORK', true);
   }
   const status = result?.status ?? failure?.status ?? null;
-  await db.run(
-    `insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error) values ($1, $2, $3, $4, $5, $6, $7)`,
-    [uuidv7(), deliveryId, !failure, status, result?.durationMs ?? Date.now() - started, result?.responseSnippet ?? failure?.responseSnippet ?? null, failure?.message ?? null],
-  );
-  const final = failure ? (failure.retryable ? 'PENDING' : 'FAILED') : 'SUCCEEDED';
-  await db.run(`update webhook_deliveries set status = $2, attempts = attempts + 1, last_response_code = $3, updated_at = now() where id = $1`, [deliveryId, final, status]);
+  const durationMs = result?.durationMs ?? Date.now() - started;
   if (!failure) {
-    await db.run('update webhook_endpoints set failing_since = null where id = $1 and failing_since is not null', [t.endpointId]);
+    await db.run(RECORD_SUCCESS, [uuidv7(), deliveryId, t.endpointId, status, durationMs, result?.responseSnippet ?? null]);
     return { outcome: 'done', status: status ?? undefined };
   }
-  const after = await db.one<{ noticeDue: boolean }>(
-    `update webhook_endpoints set failing_since = coalesce(failing_since, now()),
-       enabled = case when failing_since < now() - $2 * interval '1 millisecond' then false else enabled end,
-       disabled_reason = case when failing_since < now() - $2 * interval '1 millisecond'
-         then 'Every attempt failed since ' || to_char(failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') else disabled_reason end
-     where id = $1
-     returning (not enabled and disabled_reason is not null and owners_notified_at is null) as "noticeDue"`,
-    [t.endpointId, settings.disableAfterMs],
-  );
+  const after = await db.one<{ noticeDue: boolean }>(RECORD_FAILURE, [
+    uuidv7(),
+    deliveryId,
+    t.endpointId,
+    status,
+    durationMs,
+    failure.responseSnippet ?? null,
+    failure.message,
+    failure.retryable ? 'PENDING' : 'FAILED',
+    settings.disableAfterMs,
+  ]);
   if (after?.noticeDue) await settings.noticeDisabled?.(t.endpointId);
   return { outcome: failure.retryable ? 'retry' : 'failed', error: failure.message, status: status ?? undefined, retryAfterMs: failure.retryAfterMs };
 }
@@ -123,38 +163,70 @@ export interface FirstPass {
   waits: Record<string, number>;
 }
 
+/** The first look again at a chain held behind another batch's delivery, doubling up to the last. */
+const HOLD_LOOK_MS = [100, 200, 400, 800, 1_600];
+
 /**
- * The first attempt of a batch's deliveries, `concurrency` chains at once, each chain (a contact's deliveries) in
- * order: a delivery that is done, or failed for good, is settled and its chain goes on; one to retry, or held behind
- * an earlier delivery of its contact, stops its chain there with the wait before its next attempt (`waitOf`). Nothing
- * is started after `deadlineMs`: the rest is left, unsettled, to one activity per delivery.
+ * The first attempt of a batch's deliveries, `concurrency` at once, each chain (a contact's deliveries) in order: a
+ * delivery that is done, or failed for good, is settled and its chain goes on; one to retry stops its chain there with
+ * the wait before its next attempt (`waitOf`). One held behind an earlier delivery of its contact that is itself on its
+ * first attempt (in another batch's pass, most likely) is looked at again shortly, the lane doing other chains
+ * meanwhile, for up to `holdForMs`; held longer, or behind one being retried, its chain stops there too. Nothing is
+ * started after `deadlineMs`: the rest is left, unsettled, to one activity per delivery.
  */
 export async function firstPass(
   attempt: (deliveryId: string) => Promise<AttemptOutcome>,
   chains: readonly string[][],
-  opts: { concurrency: number; deadlineMs: number; waitOf: (outcome: AttemptOutcome | null) => number },
+  opts: { concurrency: number; deadlineMs: number; waitOf: (outcome: AttemptOutcome | null) => number; holdForMs?: number },
 ): Promise<FirstPass> {
   const pass: FirstPass = { settled: [], waits: {} };
-  const queue = [...chains];
-  const lane = async () => {
-    for (let chain = queue.shift(); chain !== undefined; chain = queue.shift()) {
-      for (const id of chain) {
-        if (Date.now() > opts.deadlineMs) return;
-        let outcome: AttemptOutcome | null;
-        try {
-          outcome = await attempt(id);
-        } catch {
-          outcome = null; // the database or the owners' notice failed: the slow way retries it
-        }
-        if (outcome?.outcome === 'done') pass.settled.push({ deliveryId: id, ...outcome });
-        else if (outcome?.outcome === 'failed') pass.settled.push({ deliveryId: id, outcome: 'gave_up', error: outcome.error });
-        else {
-          pass.waits[id] = opts.waitOf(outcome);
-          break;
-        }
+  interface Run {
+    ids: readonly string[];
+    /** The next delivery of the chain to attempt. */
+    at: number;
+    /** Not looked at again before this (ms). */
+    notBefore: number;
+    heldSince?: number;
+    looks: number;
+  }
+  const runs: Run[] = chains.map((ids) => ({ ids, at: 0, notBefore: 0, looks: 0 }));
+  const stop = (run: Run, outcome: AttemptOutcome | null) => void (pass.waits[run.ids[run.at]!] = opts.waitOf(outcome));
+  /** Goes along one chain until it ends or stops; a chain to look at again later goes back in `runs`. */
+  const advance = async (run: Run) => {
+    for (; run.at < run.ids.length; run.at++) {
+      if (Date.now() > opts.deadlineMs) return;
+      const id = run.ids[run.at]!;
+      let outcome: AttemptOutcome | null;
+      try {
+        outcome = await attempt(id);
+      } catch {
+        outcome = null; // the database or the owners' notice failed: the slow way retries it
       }
+      if (outcome?.outcome === 'done') pass.settled.push({ deliveryId: id, ...outcome });
+      else if (outcome?.outcome === 'failed') pass.settled.push({ deliveryId: id, outcome: 'gave_up', error: outcome.error });
+      else if (outcome?.outcome === 'held' && !outcome.retrying && Date.now() - (run.heldSince ??= Date.now()) < (opts.holdForMs ?? 0)) {
+        run.notBefore = Date.now() + HOLD_LOOK_MS[Math.min(run.looks++, HOLD_LOOK_MS.length - 1)]!;
+        runs.push(run);
+        return;
+      } else return stop(run, outcome);
+      run.heldSince = undefined;
+      run.looks = 0;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency, queue.length) }, lane));
+  const lane = async () => {
+    while (runs.length > 0 && Date.now() <= opts.deadlineMs) {
+      const now = Date.now();
+      const i = runs.findIndex((r) => r.notBefore <= now);
+      if (i < 0) {
+        const next = Math.min(...runs.map((r) => r.notBefore), opts.deadlineMs + 1);
+        await new Promise((r) => setTimeout(r, next - now));
+        continue;
+      }
+      await advance(runs.splice(i, 1)[0]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency, runs.length) }, lane));
+  // Chains still held when the pass ended wait as a held delivery does.
+  for (const run of runs) if (run.heldSince !== undefined) stop(run, { outcome: 'held', behind: '', retrying: false });
   return pass;
 }

@@ -5,6 +5,12 @@ import { WEBHOOK_RETRY, webhookBackoffMs, webhookRetryDelayMs } from '../webhook
 /** How long the first pass starts attempts for (each bounded by WEBHOOK_TIMEOUT; the activity has 3 minutes). */
 const FIRST_PASS_MS = 60_000;
 
+/**
+ * How long the first pass keeps looking at a delivery held behind an earlier one of its contact that is on its first
+ * attempt (in another batch's pass): it is usually done within a second, and waiting here costs no Temporal call.
+ */
+const FIRST_PASS_HOLD_MS = 20_000;
+
 /** The longest wait between two looks of a held delivery at the earlier one it waits for. */
 const HOLD_MAX_WAIT_MS = 30_000;
 import type { ActivityDeps } from './deps';
@@ -60,6 +66,7 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
       return firstPass((id) => attemptDelivery(em.fork(), box, settings, id), input.chains, {
         concurrency: input.concurrency,
         deadlineMs: Date.now() + FIRST_PASS_MS,
+        holdForMs: FIRST_PASS_HOLD_MS,
         waitOf: (o) => (o?.outcome === 'retry' ? (webhookRetryDelayMs(1, o.retryAfterMs) ?? WEBHOOK_RETRY.initialIntervalMs) : WEBHOOK_RETRY.initialIntervalMs),
       });
     },
