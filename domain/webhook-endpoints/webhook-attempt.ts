@@ -127,6 +127,7 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
       allowPrivateNetworks: settings.allowPrivateNetworks,
       allowedNetworks: settings.allowedNetworks,
       signatureHeaders: (body, ts) => standardWebhookHeaders(secrets, webhookId, ts, body),
+      keepAlive: true,
     });
   } catch (err) {
     failure = err instanceof WebhookError ? err : new WebhookError(String(err), 'NETWORK', true);
