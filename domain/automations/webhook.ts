@@ -253,10 +253,18 @@ function isLocalhostName(host: string): boolean {
 
 const systemResolver: WebhookResolver = (hostname) => dns.lookup(hostname, { all: true });
 
+/** WEBHOOK_ALLOWED_NETWORKS parsed once per list (the worker's is one list, checked at every call). */
+const parsedLists = new WeakMap<readonly string[], [ipaddr.IPv4 | ipaddr.IPv6, number][]>();
+function parsedNetworks(cidrs: readonly string[]): [ipaddr.IPv4 | ipaddr.IPv6, number][] {
+  let parsed = parsedLists.get(cidrs);
+  if (!parsed) parsedLists.set(cidrs, (parsed = cidrs.map((cidr) => ipaddr.parseCIDR(cidr))));
+  return parsed;
+}
+
 /** The addresses to connect to: an IP literal itself, else every DNS answer, each one checked. */
 async function resolveTarget(host: string, req: WebhookRequest, signal: AbortSignal): Promise<LookupAddress[]> {
   const guard = !req.allowPrivateNetworks;
-  const allowed = (req.allowedNetworks ?? []).map((cidr) => ipaddr.parseCIDR(cidr));
+  const allowed = parsedNetworks(req.allowedNetworks ?? []);
   // Why the address is refused, unless it lies in an allowed network.
   const refusal = (address: string): string | null => {
     const reason = refusedAddressReason(address);

@@ -33,7 +33,8 @@ export type AttemptOutcome =
   | { outcome: 'held'; behind: string; retrying: boolean }
   | { outcome: 'retry' | 'failed'; error: string; status?: number; /** The receiver's Retry-After (capped at an hour). */ retryAfterMs?: number };
 
-interface Target {
+export interface Target {
+  id: string;
   status: string;
   payload: unknown;
   url: string;
@@ -48,21 +49,26 @@ interface Target {
   behindRetrying: boolean | null;
 }
 
-// Prepared statements (npm run sql:snapshots): every attempt runs the first, and the second or the third.
-const ATTEMPT_TARGET = statement(
-  'webhook_attempt_target',
-  `select d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
+/**
+ * What an attempt reads of its delivery, its endpoint and the earlier PENDING delivery of the same contact, for the
+ * deliveries `where` names, an earlier one among `$1` not counting (a batch's own are in its chains already).
+ */
+const targetSql = (where: string, ownExcluded: boolean) => `select d.id, d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
           case when e.previous_secret_expires_at > now() then e.previous_secret end as "previousSecret",
           (not e.enabled and e.disabled_reason is not null and e.owners_notified_at is null) as "noticeDue",
           b.id as behind, b.attempts > 0 as "behindRetrying"
    from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
    left join lateral (
      select b.id, b.attempts from webhook_deliveries b
-     where b.endpoint_id = d.endpoint_id and b.contact_id = d.contact_id and b.id < d.id and b.status = 'PENDING'
+     where b.endpoint_id = d.endpoint_id and b.contact_id = d.contact_id and b.id < d.id and b.status = 'PENDING'${ownExcluded ? ' and b.id <> all($1::uuid[])' : ''}
      order by b.id limit 1
    ) b on true
-   where d.id = $1`,
-);
+   where ${where}`;
+
+// Prepared statements (npm run sql:snapshots): an attempt runs the first (unless its batch read it with the second),
+// and then the third or the fourth.
+const ATTEMPT_TARGET = statement('webhook_attempt_target', targetSql('d.id = $1', false));
+const BATCH_TARGETS = statement('webhook_attempt_batch_targets', targetSql('d.id = any($1::uuid[])', true));
 
 /** A successful attempt: stored, the delivery SUCCEEDED, the endpoint's failure streak (if any) ended; one round trip. */
 const RECORD_SUCCESS = statement(
@@ -99,9 +105,11 @@ const RECORD_FAILURE = statement(
  * failure streak: a success ends the streak, a failure starts it or, once it is older than `disableAfterMs`, disables
  * the endpoint (its other deliveries then end CANCELLED at their next attempt).
  */
-export async function attemptDelivery(source: EntityManager | Pool, box: SecretBox, settings: AttemptSettings, deliveryId: string): Promise<AttemptOutcome> {
+export async function attemptDelivery(source: EntityManager | Pool, box: SecretBox, settings: AttemptSettings, deliveryId: string, read?: Target): Promise<AttemptOutcome> {
   const db = sql(source);
-  const t = await db.one<Target>(ATTEMPT_TARGET, [deliveryId]);
+  // What the batch read at its start serves when it needs no second look: still to send, to an enabled endpoint, and
+  // behind nothing (a staler reading would at worst send once more what another run just sent: at least once).
+  const t = read?.status === 'PENDING' && read.enabled && !read.behind ? read : await db.one<Target>(ATTEMPT_TARGET, [deliveryId]);
   if (!t) return { outcome: 'done', skipped: 'the endpoint or delivery was deleted' };
   if (t.status === 'SUCCEEDED') return { outcome: 'done', skipped: 'delivered already' };
   if (!t.enabled) {
@@ -151,6 +159,14 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
   ]);
   if (after?.noticeDue) await settings.noticeDisabled?.(t.endpointId);
   return { outcome: failure.retryable ? 'retry' : 'failed', error: failure.message, status: status ?? undefined, retryAfterMs: failure.retryAfterMs };
+}
+
+/**
+ * The targets of a batch's deliveries in one statement (the first pass's), each `behind` counting only deliveries of
+ * other batches: the batch's own earlier ones of a contact come before it in its chain.
+ */
+export async function readBatchTargets(source: EntityManager | Pool, deliveryIds: readonly string[]): Promise<Map<string, Target>> {
+  return new Map((await sql(source).query<Target>(BATCH_TARGETS, [deliveryIds])).map((t) => [t.id, t]));
 }
 
 /** A delivery whose retries ran out: FAILED (unless something else settled it meanwhile). */

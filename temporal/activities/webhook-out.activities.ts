@@ -17,7 +17,7 @@ import type { ActivityDeps } from './deps';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { noticeEndpointDisabled } from '../../domain/webhook-endpoints/endpoint-notice';
 import { queueReplayPage, type ReplayCursor, type ReplayRequest } from '../../domain/webhook-endpoints/webhook-replay';
-import { attemptDelivery, firstPass, giveUpDelivery, type AttemptOutcome, type AttemptSettings, type FirstPass } from '../../domain/webhook-endpoints/webhook-attempt';
+import { attemptDelivery, firstPass, giveUpDelivery, readBatchTargets, type AttemptOutcome, type AttemptSettings, type FirstPass } from '../../domain/webhook-endpoints/webhook-attempt';
 
 export function createWebhookOutActivities(deps: ActivityDeps) {
   const box = new SecretBox(deps.config.appSecret); // unseals the endpoints' signing secrets
@@ -63,7 +63,8 @@ export function createWebhookOutActivities(deps: ActivityDeps) {
      */
     async deliverWebhookFirstPass(input: { chains: string[][]; concurrency: number }): Promise<FirstPass> {
       const em = deps.orm.em.fork();
-      return firstPass((id) => attemptDelivery(em.fork(), box, settings, id), input.chains, {
+      const targets = await readBatchTargets(em, input.chains.flat());
+      return firstPass((id) => attemptDelivery(em.fork(), box, settings, id, targets.get(id)), input.chains, {
         concurrency: input.concurrency,
         deadlineMs: Date.now() + FIRST_PASS_MS,
         holdForMs: FIRST_PASS_HOLD_MS,
