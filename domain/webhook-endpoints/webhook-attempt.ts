@@ -70,16 +70,74 @@ const targetSql = (where: string, ownExcluded: boolean) => `select d.id, d.statu
 const ATTEMPT_TARGET = statement('webhook_attempt_target', targetSql('d.id = $1', false));
 const BATCH_TARGETS = statement('webhook_attempt_batch_targets', targetSql('d.id = any($1::uuid[])', true));
 
-/** A successful attempt: stored, the delivery SUCCEEDED, the endpoint's failure streak (if any) ended; one round trip. */
-const RECORD_SUCCESS = statement(
-  'webhook_attempt_record_success',
-  `with attempt as (
-     insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error) values ($1, $2, true, $4, $5, $6, null)
+/**
+ * Successful attempts: stored, their deliveries SUCCEEDED, their endpoints' failure streaks (if any) ended; one round
+ * trip for however many.
+ */
+const RECORD_SUCCESSES = statement(
+  'webhook_attempt_record_successes',
+  `with v as (
+     select * from unnest($1::uuid[], $2::uuid[], $3::int[], $4::int[], $5::text[]) as v(id, delivery_id, response_code, duration_ms, response_body)
+   ), attempt as (
+     insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error)
+     select id, delivery_id, true, response_code, duration_ms, response_body, null from v
    ), delivery as (
-     update webhook_deliveries set status = 'SUCCEEDED', attempts = attempts + 1, last_response_code = $4, updated_at = now() where id = $2
+     update webhook_deliveries d set status = 'SUCCEEDED', attempts = d.attempts + 1, last_response_code = v.response_code, updated_at = now()
+     from v where d.id = v.delivery_id
    )
-   update webhook_endpoints set failing_since = null where id = $3 and failing_since is not null`,
+   update webhook_endpoints set failing_since = null where id = any($6::uuid[]) and failing_since is not null`,
 );
+
+/** A successful attempt, to record. */
+export interface Success {
+  deliveryId: string;
+  endpointId: string;
+  status: number | null;
+  durationMs: number;
+  responseBody: string | null;
+}
+
+async function recordSuccesses(source: EntityManager | Pool, rows: readonly Success[]): Promise<void> {
+  await sql(source).run(RECORD_SUCCESSES, [
+    rows.map(() => uuidv7()),
+    rows.map((r) => r.deliveryId),
+    rows.map((r) => r.status),
+    rows.map((r) => r.durationMs),
+    rows.map((r) => r.responseBody),
+    [...new Set(rows.map((r) => r.endpointId))],
+  ]);
+}
+
+/**
+ * Successful attempts recorded together (the first pass's): written when `max` are waiting or `delayMs` after the
+ * first; `flush()` writes the rest and throws what any write threw. Until written, a delivery is PENDING: another
+ * batch's delivery of the same contact is held that much longer, and a crash sends it again (at least once).
+ */
+export function successBuffer(source: EntityManager | Pool, opts: { max: number; delayMs: number }) {
+  let rows: Success[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const writes: Promise<void>[] = [];
+  const write = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (rows.length === 0) return;
+    const w = recordSuccesses(source, rows);
+    w.catch(() => undefined); // awaited by flush(), which throws it
+    writes.push(w);
+    rows = [];
+  };
+  return {
+    add: (row: Success): void => {
+      rows.push(row);
+      if (rows.length >= opts.max) write();
+      else timer ??= setTimeout(write, opts.delayMs);
+    },
+    async flush(): Promise<void> {
+      write();
+      await Promise.all(writes);
+    },
+  };
+}
 
 /**
  * A failed attempt: stored, the delivery PENDING (to retry) or FAILED, and the endpoint's failure streak started or,
@@ -105,8 +163,16 @@ const RECORD_FAILURE = statement(
  * failure streak: a success ends the streak, a failure starts it or, once it is older than `disableAfterMs`, disables
  * the endpoint (its other deliveries then end CANCELLED at their next attempt).
  */
-export async function attemptDelivery(source: EntityManager | Pool, box: SecretBox, settings: AttemptSettings, deliveryId: string, read?: Target): Promise<AttemptOutcome> {
+export async function attemptDelivery(
+  source: EntityManager | Pool,
+  box: SecretBox,
+  settings: AttemptSettings,
+  deliveryId: string,
+  /** `read`: what the batch read of it (readBatchTargets); `recordSuccess`: where a success is recorded instead of at once. */
+  opts: { read?: Target; recordSuccess?: (s: Success) => void } = {},
+): Promise<AttemptOutcome> {
   const db = sql(source);
+  const { read } = opts;
   // What the batch read at its start serves when it needs no second look: still to send, to an enabled endpoint, and
   // behind nothing (a staler reading would at worst send once more what another run just sent: at least once).
   const t = read?.status === 'PENDING' && read.enabled && !read.behind ? read : await db.one<Target>(ATTEMPT_TARGET, [deliveryId]);
@@ -143,7 +209,9 @@ export async function attemptDelivery(source: EntityManager | Pool, box: SecretB
   const status = result?.status ?? failure?.status ?? null;
   const durationMs = result?.durationMs ?? Date.now() - started;
   if (!failure) {
-    await db.run(RECORD_SUCCESS, [uuidv7(), deliveryId, t.endpointId, status, durationMs, result?.responseSnippet ?? null]);
+    const success = { deliveryId, endpointId: t.endpointId, status, durationMs, responseBody: result?.responseSnippet ?? null };
+    if (opts.recordSuccess) opts.recordSuccess(success);
+    else await recordSuccesses(source, [success]);
     return { outcome: 'done', status: status ?? undefined };
   }
   const after = await db.one<{ noticeDue: boolean }>(RECORD_FAILURE, [

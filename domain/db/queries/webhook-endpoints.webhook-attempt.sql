@@ -26,13 +26,17 @@ update webhook_endpoints set failing_since = coalesce(failing_since, now()),
 where id = $3
 returning (not enabled and disabled_reason is not null and owners_notified_at is null) as "noticeDue";
 
--- webhook_attempt_record_success
-with attempt as (
-  insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error) values ($1, $2, true, $4, $5, $6, null)
+-- webhook_attempt_record_successes
+with v as (
+  select * from unnest($1::uuid[], $2::uuid[], $3::int[], $4::int[], $5::text[]) as v(id, delivery_id, response_code, duration_ms, response_body)
+), attempt as (
+  insert into webhook_attempts (id, delivery_id, succeeded, response_code, duration_ms, response_body, error)
+  select id, delivery_id, true, response_code, duration_ms, response_body, null from v
 ), delivery as (
-  update webhook_deliveries set status = 'SUCCEEDED', attempts = attempts + 1, last_response_code = $4, updated_at = now() where id = $2
+  update webhook_deliveries d set status = 'SUCCEEDED', attempts = d.attempts + 1, last_response_code = v.response_code, updated_at = now()
+  from v where d.id = v.delivery_id
 )
-update webhook_endpoints set failing_since = null where id = $3 and failing_since is not null;
+update webhook_endpoints set failing_since = null where id = any($6::uuid[]) and failing_since is not null;
 
 -- webhook_attempt_target
 select d.id, d.status, d.payload, e.url, e.enabled, e.id as "endpointId", e.secret,
