@@ -3,7 +3,8 @@
 // the outbox trigger queues them), so the API's own cost is not in the figures.
 // 1. Throughput: EVENTS events over CONTACTS contacts, recorded at RATE per second; measured: deliveries per second
 //    (first event recorded to last delivery received), the lag from an event's recording to its first successful
-//    delivery (p50, p99, max), CPU seconds per process (bench/proc.ts).
+//    delivery (p50, p99, max) and the part of it until its delivery row was made (queuedLagMs: the outbox and the
+//    consumer), CPU seconds per process (bench/proc.ts).
 // 2. Outage: the receiver answers 500 for OUTAGE_MINUTES (default 10) while OUTAGE_EVENTS_PER_SECOND events (default 5)
 //    over OUTAGE_CONTACTS contacts (default 500) are recorded, then 200 again; measured: every event delivered (none
 //    lost), how long after the recovery the last one arrived, and whether each contact's events arrived in recorded
@@ -149,11 +150,14 @@ async function main() {
     const first = firstSuccesses(receiver.receipts);
     const lastAt = Math.max(...[...first.values()].map((r) => r.atMs));
     const cpu1 = cpuByProcess(pids);
-    const lagRows = await stack.db.query<{ wid: string; at: number }>(
-      `select 'msg_' || replace(d.id::text, '-', '') as wid, extract(epoch from e.created_at) * 1000 as at from webhook_deliveries d join events e on e.id = d.event_id where d.endpoint_id = $1`,
+    const lagRows = await stack.db.query<{ wid: string; at: number; queuedAt: number }>(
+      `select 'msg_' || replace(d.id::text, '-', '') as wid, extract(epoch from e.created_at) * 1000 as at, extract(epoch from d.created_at) * 1000 as "queuedAt"
+       from webhook_deliveries d join events e on e.id = d.event_id where d.endpoint_id = $1`,
       [endpointId],
     );
     const lags = lagRows.rows.map((r) => (first.get(r.wid)?.atMs ?? NaN) - Number(r.at)).filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+    // Where the lag is: the outbox and its consumer (event recorded -> delivery row), then the delivery (row -> received).
+    const queueLags = lagRows.rows.map((r) => Number(r.queuedAt) - Number(r.at)).sort((a, b) => a - b);
     const perSecond = new Map<number, number>();
     for (const r of first.values()) perSecond.set(Math.floor(r.atMs / 1000), (perSecond.get(Math.floor(r.atMs / 1000)) ?? 0) + 1);
     const cpu = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, Math.round((v - (cpu0[k] ?? 0)) * 10) / 10]));
@@ -164,6 +168,7 @@ async function main() {
       deliveriesPerSecond: Math.round(EVENTS / ((lastAt - t0) / 1000)),
       bestSecond: Math.max(...perSecond.values()),
       lagMs: { p50: Math.round(pct(lags, 0.5)), p99: Math.round(pct(lags, 0.99)), max: Math.round(lags[lags.length - 1] ?? NaN) },
+      queuedLagMs: { p50: Math.round(pct(queueLags, 0.5)), p99: Math.round(pct(queueLags, 0.99)) },
       requests: receiver.receipts.length,
       cpuSeconds: cpu,
       cpuMsPerDelivery: Math.round((Object.values(cpu).reduce((a, b) => a + b, 0) / EVENTS) * 1000 * 100) / 100,

@@ -10,12 +10,15 @@ import { SA } from './search-attributes';
 import { workflowStarts } from '../domain/metrics';
 import type { CampaignSendControl } from '../domain/campaigns/campaign-steering';
 import type * as workflows from './workflows';
-import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, BOUNCE_MAILBOX_SCHEDULE_ID, emailDeliveryStart, removeSignal, segmentComputeStart, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, workflowIds, type WorkflowArgs, type WorkflowName } from './definitions';
+import { automationEventSignal, campaignWakeSignal, checkNowUpdate, type AutomationSignalEvent, EMAIL_SWEEPER_SCHEDULE_ID, BOUNCE_MAILBOX_SCHEDULE_ID, emailDeliveryStart, removeSignal, segmentComputeStart, REPUTATION_SCHEDULE_ID, SEGMENT_RECOMPUTE_SCHEDULE_ID, webhookReplayProgressQuery, workflowIds, type WebhookReplayProgress, type WorkflowArgs, type WorkflowName } from './definitions';
 import type { ClosedRun } from '../domain/temporal-mirror';
 import { temporalConnectionOptions } from './connection';
 
 /** How long `GET /domains/:id/verify` waits for its check (DNS lookups are bounded by DNS_TIMEOUT each). */
 const DOMAIN_CHECK_NOW_TIMEOUT_MS = 30_000;
+
+/** How long `GET /webhook-endpoints/:id/replays/:replayId` waits for Temporal (a closed run's query is a replay on a worker). */
+const REPLAY_STATUS_TIMEOUT_MS = 10_000;
 
 /**
  * How long a request waits for Temporal to take a cancel. The cancels run inside the transaction that records them
@@ -94,6 +97,24 @@ export class TemporalGateway implements CampaignSendControl, AutomationRunContro
     return this.startOnce('webhookReplay', workflowIds.webhookReplay(input.endpointId, input.replayId), [input], [{ key: SA.ProjectId, value: input.projectId }], {
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     });
+  }
+
+  /**
+   * A replay's run state (`RUNNING`, `COMPLETED`, or how it ended otherwise: `CANCELLED`, `TERMINATED`, `FAILED`,
+   * `TIMED_OUT`) and its `progress` query's answer; null: no such replay.
+   */
+  async webhookReplayStatus(input: { endpointId: string; replayId: string }): Promise<{ state: string; progress: WebhookReplayProgress } | null> {
+    const handle = this.client.workflow.getHandle(workflowIds.webhookReplay(input.endpointId, input.replayId));
+    try {
+      return await this.client.withDeadline(Date.now() + REPLAY_STATUS_TIMEOUT_MS, async () => {
+        const { status } = await handle.describe();
+        // The latest run of the chain is described; CONTINUED_AS_NEW is only ever seen between two runs.
+        return { state: status.name === 'CONTINUED_AS_NEW' ? 'RUNNING' : status.name, progress: await handle.query(webhookReplayProgressQuery) };
+      });
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return null;
+      throw err;
+    }
   }
 
   /** A delivery batch (`email-delivery/<first email id>`, ProjectId and EmailIds): the sweeper's restarts are the same start. */

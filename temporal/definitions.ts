@@ -3,7 +3,7 @@
  * is recognised), and the signal, update and query definitions. Pure: `@temporalio/workflow` and types only, so the
  * workflow bundle imports it as well as the API.
  */
-import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { SearchAttributePair } from '@temporalio/common';
 import type { DomainCheckResult } from '../domain/domains/domain.service';
 import type * as workflows from './workflows';
@@ -90,3 +90,15 @@ export interface AutomationSignalEvent {
 
 /** automationRun: an event of the contact that a WAIT_FOR_EVENT step may be waiting for. */
 export const automationEventSignal = defineSignal<[AutomationSignalEvent]>('event');
+
+/** What a webhook replay has done so far: its range, the events it read and the deliveries it queued (`done`: all of them). */
+export interface WebhookReplayProgress {
+  from: string;
+  to: string;
+  events: number;
+  queued: number;
+  done: boolean;
+}
+
+/** The progress of a `webhook-replay` run (GET /webhook-endpoints/:id/replays/:replayId, and Temporal Web UI's Queries). */
+export const webhookReplayProgressQuery = defineQuery<WebhookReplayProgress>('progress');

@@ -1,15 +1,16 @@
+import type { z } from 'zod';
 import type { Routes } from '../route';
 import type { ApiDeps } from '../context';
 import { errorResponses, IdParams } from '../common.schema';
 import { cursorListSchema } from '../presenters/contact.presenter';
 import { WebhookDeliverySchema, WebhookEndpointSchema, WebhookEndpointWithSecretSchema, presentDelivery, presentEndpoint } from '../presenters/webhook-endpoint.presenter';
 import { registerWebhookPayloads } from './payloads';
-import { CreateWebhookEndpointBody, DeliveryParams, ListWebhookDeliveriesQuery, ListWebhookEndpointsQuery, ReplayWebhookEventsBody, UpdateWebhookEndpointBody, WebhookReplaySchema } from './schema';
-import { MAX_REPLAY_RANGE_MS, prepareReplay } from '../../domain/webhook-endpoints/webhook-replay';
+import { CreateWebhookEndpointBody, DeliveryParams, ListWebhookDeliveriesQuery, ListWebhookEndpointsQuery, ReplayParams, ReplayWebhookEventsBody, UpdateWebhookEndpointBody, WebhookReplaySchema, WebhookReplayStatusSchema } from './schema';
+import { MAX_REPLAY_RANGE_MS, prepareReplay, replayDeliveryCounts } from '../../domain/webhook-endpoints/webhook-replay';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { SecretBox } from '../../domain/domains/secret-box';
 import { sql } from '../../domain/db/sql';
-import { serviceUnavailable } from '../../domain/errors';
+import { notFound, serviceUnavailable } from '../../domain/errors';
 import { webhookIdOf } from '../../domain/webhook-endpoints/standard-webhooks';
 import {
   SECRET_ROTATION_GRACE_MS,
@@ -27,13 +28,13 @@ import {
 
 const TAGS = ['Webhook endpoints'];
 
-/** The delivery is stored (and listed); without Temporal it is not on its way: say so, and what sends it. */
-async function startOr503(
-  start: () => Promise<unknown>,
+/** A call to Temporal; without Temporal, a 503 that says what was done and what to do (by default: a delivery, stored). */
+async function temporalOr503<T>(
+  call: () => Promise<T>,
   message = 'The delivery is stored but could not be started (Temporal is unavailable); send it with POST .../deliveries/:deliveryId/retry',
-): Promise<void> {
+): Promise<T> {
   try {
-    await start();
+    return await call();
   } catch {
     throw serviceUnavailable(message);
   }
@@ -166,7 +167,7 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     responses: { 202: { description: 'The delivery, on its way', schema: WebhookDeliverySchema }, ...errorResponses(401, 404, 422, 503) },
     handler: async ({ ctx, params, principal, afterCommit }) => {
       const d = await createTestDelivery(ctx.state.em, principal.projectId, params.id);
-      afterCommit(() => startOr503(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id] })));
+      afterCommit(() => temporalOr503(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id] })));
       return { status: 202, body: presentDelivery(d, webhookIdOf(d.id)) };
     },
   });
@@ -187,10 +188,45 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     responses: { 202: { description: 'The replay, on its way', schema: WebhookReplaySchema }, ...errorResponses(401, 404, 422, 503) },
     handler: async ({ ctx, params, body, principal, afterCommit }) => {
       const replay = await prepareReplay(ctx.state.em, principal.projectId, params.id, body);
-      afterCommit(() => startOr503(() => deps.temporal.startWebhookReplay(replay), 'The replay could not be started (Temporal is unavailable); send the request again'));
+      afterCommit(() => temporalOr503(() => deps.temporal.startWebhookReplay(replay), 'The replay could not be started (Temporal is unavailable); send the request again'));
       return {
         status: 202,
         body: { replayId: replay.replayId, endpointId: params.id, from: replay.from, to: replay.to, workflowId: workflowIds.webhookReplay(params.id, replay.replayId) },
+      };
+    },
+  });
+
+  routes.add({
+    method: 'get',
+    path: '/webhook-endpoints/:id/replays/:replayId',
+    summary: 'The state of a replay and what it queued',
+    description:
+      "The replay's workflow state (from Temporal: RUNNING until every event of the range is read and queued, then COMPLETED), the events read and " +
+      'deliveries queued so far, and those deliveries by their status now. The deliveries themselves are listed with the others (GET .../deliveries).',
+    tags: TAGS,
+    auth: 'secret',
+    params: ReplayParams,
+    responses: { 200: { description: 'The replay', schema: WebhookReplayStatusSchema }, ...errorResponses(401, 404, 422, 503) },
+    handler: async ({ ctx, params, principal }) => {
+      await getEndpoint(sql(ctx.state.em), principal.projectId, params.id);
+      const run = await temporalOr503(
+        () => deps.temporal.webhookReplayStatus({ endpointId: params.id, replayId: params.replayId }),
+        "The replay's state could not be read (Temporal is unavailable); ask again later",
+      );
+      if (!run) throw notFound('Webhook replay');
+      const { from, to, events, queued } = run.progress;
+      return {
+        body: {
+          replayId: params.replayId,
+          endpointId: params.id,
+          from,
+          to,
+          workflowId: workflowIds.webhookReplay(params.id, params.replayId),
+          state: run.state as z.infer<typeof WebhookReplayStatusSchema>['state'],
+          events,
+          queued,
+          deliveries: await replayDeliveryCounts(ctx.state.em, params.id, params.replayId),
+        },
       };
     },
   });
@@ -207,7 +243,7 @@ export function webhookEndpointRoutes(routes: Routes, deps: ApiDeps): void {
     handler: async ({ ctx, params, principal, afterCommit }) => {
       const d = await retryDelivery(ctx.state.em, principal.projectId, params.id, params.deliveryId);
       afterCommit(() =>
-        startOr503(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id], suffix: `retry/${ctx.state.requestId}` })),
+        temporalOr503(() => deps.temporal.startWebhookDelivery({ projectId: principal.projectId, endpointId: params.id, deliveryIds: [d.id], suffix: `retry/${ctx.state.requestId}` })),
       );
       return { status: 202, body: presentDelivery(d, webhookIdOf(d.id)) };
     },

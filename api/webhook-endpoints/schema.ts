@@ -52,4 +52,17 @@ export const WebhookReplaySchema = z
   })
   .meta({ id: 'WebhookReplay' });
 
+export const WebhookReplayStatusSchema = WebhookReplaySchema.extend({
+  state: z
+    .enum(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT'])
+    .meta({ description: 'RUNNING while events are read and queued; COMPLETED once all are queued (the deliveries go on with their retries); otherwise how an operator or Temporal ended it.' }),
+  events: z.number().int().meta({ description: 'Events of the range read so far (of every type).' }),
+  queued: z.number().int().meta({ description: 'Deliveries queued so far: the events the endpoint wants, less those already PENDING or SUCCEEDED.' }),
+  deliveries: z
+    .object(Object.fromEntries(WEBHOOK_DELIVERY_STATUSES.map((s) => [s, z.number().int()])) as Record<(typeof WEBHOOK_DELIVERY_STATUSES)[number], z.ZodNumber>)
+    .meta({ description: "The queued deliveries by their status now (a later replay that queues one again counts it as its own)." }),
+}).meta({ id: 'WebhookReplayStatus' });
+
+export const ReplayParams = z.object({ id: z.uuid({ error: 'Must be a UUID' }), replayId: z.uuid({ error: 'Must be a UUID' }) });
+
 export const DeliveryParams = z.object({ id: z.uuid({ error: 'Must be a UUID' }), deliveryId: z.uuid({ error: 'Must be a UUID' }) });

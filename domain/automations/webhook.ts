@@ -61,6 +61,11 @@ export interface WebhookRequest {
    * (webhooks out sign per Standard Webhooks; `secret` and `idempotencyKey` are then the caller's business).
    */
   signatureHeaders?: (body: string, timestampSec: number) => Record<string, string>;
+  /**
+   * Keeps the connection open for the next call to the same origin that DNS sends to the same checked addresses
+   * (`keptAgent`): webhooks out, which call one receiver many times a second.
+   */
+  keepAlive?: boolean;
 }
 
 export interface WebhookResult {
@@ -248,10 +253,18 @@ function isLocalhostName(host: string): boolean {
 
 const systemResolver: WebhookResolver = (hostname) => dns.lookup(hostname, { all: true });
 
+/** WEBHOOK_ALLOWED_NETWORKS parsed once per list (the worker's is one list, checked at every call). */
+const parsedLists = new WeakMap<readonly string[], [ipaddr.IPv4 | ipaddr.IPv6, number][]>();
+function parsedNetworks(cidrs: readonly string[]): [ipaddr.IPv4 | ipaddr.IPv6, number][] {
+  let parsed = parsedLists.get(cidrs);
+  if (!parsed) parsedLists.set(cidrs, (parsed = cidrs.map((cidr) => ipaddr.parseCIDR(cidr))));
+  return parsed;
+}
+
 /** The addresses to connect to: an IP literal itself, else every DNS answer, each one checked. */
 async function resolveTarget(host: string, req: WebhookRequest, signal: AbortSignal): Promise<LookupAddress[]> {
   const guard = !req.allowPrivateNetworks;
-  const allowed = (req.allowedNetworks ?? []).map((cidr) => ipaddr.parseCIDR(cidr));
+  const allowed = parsedNetworks(req.allowedNetworks ?? []);
   // Why the address is refused, unless it lies in an allowed network.
   const refusal = (address: string): string | null => {
     const reason = refusedAddressReason(address);
@@ -382,6 +395,30 @@ function prepare(req: WebhookRequest): Prepared {
   return { url, host, body, headers, timeoutMs };
 }
 
+/** Agents of the calls that keep their connections (`keepAlive`), most recently used last; at most MAX_KEPT_AGENTS. */
+const keptAgents = new Map<string, http.Agent>();
+const MAX_KEPT_AGENTS = 256;
+/** An idle kept connection is closed after this: below the 5 s that Node servers (and many others) keep one open. */
+const KEPT_IDLE_MS = 4_000;
+
+/**
+ * The agent of an origin and the addresses checked for it this time: a kept socket was connected to one of the same
+ * checked addresses, so reusing it skips no check (an answer of DNS that differs gets an agent of its own).
+ */
+function keptAgent(p: Prepared, addresses: LookupAddress[]): http.Agent {
+  const key = `${p.url.protocol}//${p.host}:${p.url.port}|${addresses.map((a) => a.address).sort().join(',')}`;
+  let agent = keptAgents.get(key);
+  if (agent) keptAgents.delete(key);
+  else agent = new (p.url.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: 32, maxFreeSockets: 32, timeout: KEPT_IDLE_MS });
+  keptAgents.set(key, agent);
+  for (const [oldest, old] of keptAgents) {
+    if (keptAgents.size <= MAX_KEPT_AGENTS) break;
+    keptAgents.delete(oldest);
+    old.destroy();
+  }
+  return agent;
+}
+
 interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
@@ -393,7 +430,7 @@ interface Answer {
  * decided: the body is only read for the snippet, so its end, its error, the 64 KB cut-off or the deadline all just
  * stop the reading (a receiver that said 200 and then stalled did take the webhook; retrying would deliver it twice).
  */
-function post(p: Prepared, addresses: LookupAddress[], signal: AbortSignal): Promise<Answer> {
+function post(p: Prepared, addresses: LookupAddress[], signal: AbortSignal, keep = false): Promise<Answer> {
   return new Promise<Answer>((resolve, reject) => {
     let settled = false;
     const onAbort = () => request.destroy(signal.reason as Error);
@@ -411,8 +448,9 @@ function post(p: Prepared, addresses: LookupAddress[], signal: AbortSignal): Pro
       port: p.url.port || undefined,
       path: `${p.url.pathname}${p.url.search}`,
       headers: p.headers,
-      // A connection of its own: a pooled socket would have been connected (and checked) for another call.
-      agent: false,
+      // A connection of its own unless the caller keeps them: a socket of a shared pool may have been connected (and
+      // checked) for another call; a kept one only ever for the same checked addresses.
+      agent: keep ? keptAgent(p, addresses) : false,
       lookup: pinnedLookup(addresses),
     });
 
@@ -471,7 +509,7 @@ export async function callWebhook(req: WebhookRequest): Promise<WebhookResult> {
   let answer: Answer;
   try {
     const addresses = await resolveTarget(p.host, req, controller.signal);
-    answer = await post(p, addresses, controller.signal);
+    answer = await post(p, addresses, controller.signal, req.keepAlive);
   } catch (err) {
     if (err instanceof WebhookError) throw err;
     const e = err as NodeJS.ErrnoException;

@@ -51,6 +51,10 @@ export const WebhookDelivery = defineEntity({
       expression:
         'create index "webhook_deliveries_pending_contact_index" on "webhook_deliveries" ("endpoint_id", "contact_id", "id") where status = \'PENDING\' and contact_id is not null',
     },
+    {
+      name: 'webhook_deliveries_replay_id_index',
+      expression: 'create index "webhook_deliveries_replay_id_index" on "webhook_deliveries" ("replay_id") where replay_id is not null',
+    },
   ],
   properties: {
     id: p.uuid().primary(),

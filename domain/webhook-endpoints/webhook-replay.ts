@@ -4,6 +4,7 @@ import { sql } from '../db/sql';
 import { uuidv7 } from '../ids';
 import { validationError } from '../errors';
 import { getEndpoint } from './webhook-endpoint.service';
+import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from './webhook-endpoint.entity';
 import { endpointWants, eventPayload, webhookTypeOf } from './standard-webhooks';
 
 /** The longest range one replay covers (README › Webhooks out › Replay). */
@@ -108,4 +109,16 @@ export async function queueReplayPage(
     : [];
   const last = events[events.length - 1];
   return { deliveries, next: events.length === REPLAY_PAGE && last ? { createdAt: last.cursorAt, id: last.id } : null, events: events.length };
+}
+
+/**
+ * The deliveries a replay queued, by their status now (every status present, 0 where none). A later replay that queues
+ * one of them again (it had ended FAILED or CANCELLED) counts it from then on.
+ */
+export async function replayDeliveryCounts(source: Pool | EntityManager, endpointId: string, replayId: string): Promise<Record<WebhookDeliveryStatus, number>> {
+  const rows = await sql(source).query<{ status: WebhookDeliveryStatus; n: number }>(
+    'select status, count(*)::int as n from webhook_deliveries where replay_id = $1 and endpoint_id = $2 group by status',
+    [replayId, endpointId],
+  );
+  return Object.fromEntries(WEBHOOK_DELIVERY_STATUSES.map((s) => [s, rows.find((r) => r.status === s)?.n ?? 0])) as Record<WebhookDeliveryStatus, number>;
 }

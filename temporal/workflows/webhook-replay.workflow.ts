@@ -1,7 +1,7 @@
-import { continueAsNew, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, ParentClosePolicy, proxyActivities, setHandler, startChild, workflowInfo } from '@temporalio/workflow';
 import type { WebhookOutActivities } from '../activities/webhook-out.activities';
 import type { ReplayCursor, ReplayRequest } from '../../domain/webhook-endpoints/webhook-replay';
-import { workflowIds } from '../workflow-ids';
+import { webhookReplayProgressQuery, workflowIds } from '../definitions';
 import { webhookDelivery } from './webhook-delivery.workflow';
 
 const { queueWebhookReplayPage } = proxyActivities<WebhookOutActivities>({
@@ -27,9 +27,12 @@ interface WebhookReplayInput extends ReplayRequest {
  * range in recorded order and queues those the endpoint wants (domain/webhook-endpoints/webhook-replay.ts), handing
  * each page's deliveries to `webhook-delivery/<endpointId>/<first>/replay/<replayId>` children that outlive it
  * (ParentClosePolicy ABANDON): the replay ends once everything is queued, its deliveries go on with their retries.
+ * Its progress (events read, deliveries queued, done) answers the `progress` query.
  */
 export async function webhookReplay(input: WebhookReplayInput): Promise<{ events: number; queued: number }> {
   let { after, events = 0, queued = 0 } = input;
+  let done = false;
+  setHandler(webhookReplayProgressQuery, () => ({ from: input.from, to: input.to, events, queued, done }));
   const request: ReplayRequest = { replayId: input.replayId, projectId: input.projectId, endpointId: input.endpointId, from: input.from, to: input.to };
   for (let page = 0; ; page++) {
     const r = await queueWebhookReplayPage({ request, after: after ?? null });
@@ -44,7 +47,10 @@ export async function webhookReplay(input: WebhookReplayInput): Promise<{ events
         typedSearchAttributes: workflowInfo().typedSearchAttributes,
       });
     }
-    if (!r.next) return { events, queued };
+    if (!r.next) {
+      done = true;
+      return { events, queued };
+    }
     after = r.next;
     if (page + 1 >= PAGES_PER_RUN || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof webhookReplay>({ ...input, after, events, queued });

@@ -113,3 +113,33 @@ export function jsonBodyOf(doc: any, op: Operation): { body?: unknown; problem?:
   if (!json) return { problem: `${op.label} takes ${Object.keys(content).join(', ')}: give it a body by hand` };
   return { body: exampleOf(doc, json.schema) };
 }
+
+/**
+ * Where `value` departs from `schema` (a schema of the document, `$ref`s followed): type (3.1 type lists), const,
+ * enum, required, properties, items, anyOf/oneOf/allOf and `date-time`. An object schema listing `properties` without
+ * `additionalProperties` is closed: a key it does not document is a problem. [] when the value conforms.
+ */
+export function schemaProblems(doc: any, schema: JsonSchema | undefined, value: unknown, at = '$'): string[] {
+  const s = resolveSchema(doc, schema);
+  if (s.allOf) return s.allOf.flatMap((part: JsonSchema) => schemaProblems(doc, part, value, at));
+  const alternatives: JsonSchema[] | undefined = s.anyOf ?? s.oneOf;
+  if (alternatives) return alternatives.some((alt) => schemaProblems(doc, alt, value, at).length === 0) ? [] : [`${at}: matches none of its ${alternatives.length} alternatives`];
+  const kind = value === null ? 'null' : Array.isArray(value) ? 'array' : Number.isInteger(value) ? 'integer' : typeof value;
+  const types: string[] | undefined = s.type === undefined ? undefined : [s.type].flat();
+  if (types && !types.includes(kind) && !(kind === 'integer' && types.includes('number'))) return [`${at}: ${kind}, documented as ${types.join(' or ')}`];
+  if (s.const !== undefined && value !== s.const) return [`${at}: ${JSON.stringify(value)} is not ${JSON.stringify(s.const)}`];
+  if (s.enum && !s.enum.includes(value)) return [`${at}: ${JSON.stringify(value)} is none of ${JSON.stringify(s.enum)}`];
+  if (s.format === 'date-time' && typeof value === 'string' && Number.isNaN(Date.parse(value))) return [`${at}: ${value} is not a date-time`];
+  if (kind === 'array' && s.items) return (value as unknown[]).flatMap((v, i) => schemaProblems(doc, s.items, v, `${at}[${i}]`));
+  if (kind !== 'object') return [];
+  const obj = value as Record<string, unknown>;
+  const props: Record<string, JsonSchema> = s.properties ?? {};
+  return [
+    ...((s.required ?? []) as string[]).filter((k) => !(k in obj)).map((k) => `${at}.${k}: required, missing`),
+    ...Object.entries(obj).flatMap(([k, v]) => {
+      if (props[k]) return schemaProblems(doc, props[k], v, `${at}.${k}`);
+      if (s.additionalProperties === undefined && s.properties) return [`${at}.${k}: not documented`];
+      return typeof s.additionalProperties === 'object' ? schemaProblems(doc, s.additionalProperties, v, `${at}.${k}`) : [];
+    }),
+  ];
+}

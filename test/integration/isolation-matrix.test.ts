@@ -61,6 +61,7 @@ interface World {
   suppressedEmail: string;
   webhookEndpointId: string;
   webhookDeliveryId: string;
+  webhookReplayId: string;
   /** Strings only B may ever be shown. */
   secrets: string[];
 }
@@ -97,6 +98,7 @@ const PARAMS: Record<string, ParamKind> = {
   'suppressions/{email}': { kind: 'owned', value: (w) => w.suppressedEmail },
   'webhook-endpoints/{id}': { kind: 'owned', value: (w) => w.webhookEndpointId },
   'deliveries/{deliveryId}': { kind: 'owned', value: (w) => w.webhookDeliveryId },
+  'replays/{replayId}': { kind: 'owned', value: (w) => w.webhookReplayId },
   'fields/{field}': { kind: 'name', value: (w) => w.fieldName },
   'events/{eventName}': { kind: 'name', value: (w) => w.eventName },
   'o/{token}': { kind: 'exempt', reason: SIGNED_TOKEN },
@@ -370,6 +372,8 @@ async function buildWorld(): Promise<World> {
   // Disabled, so nothing of B's is ever sent to it: its test delivery ends CANCELLED at once and the rows stay still.
   const hook = await ok(api('POST', '/webhook-endpoints', { key: b.secretKey, body: { url: 'https://hooks.example.com/b', eventTypes: ['*'], enabled: false } }), 201, 'webhook endpoint');
   const hookDelivery = await ok(api('POST', `/webhook-endpoints/${hook.id}/test`, { key: b.secretKey }), 202, 'webhook test');
+  // A replay of a range without events: it queues nothing.
+  const hookReplay = await ok(api('POST', `/webhook-endpoints/${hook.id}/replay`, { key: b.secretKey, body: { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z' } }), 202, 'webhook replay');
   await settle(b.projectId);
   return {
     a,
@@ -395,6 +399,7 @@ async function buildWorld(): Promise<World> {
     suppressedEmail,
     webhookEndpointId: hook.id,
     webhookDeliveryId: hookDelivery.id,
+    webhookReplayId: hookReplay.replayId,
     secrets: [hook.id, hook.secret, hookDelivery.id, secretValue, contactId, contactEmail, segment.id, template.id, campaign.id, workflow.id, execution.id, emailId, created.id, importJobId, bulk.jobId, uploadId, invitationId, suppressedEmail],
   };
 }

@@ -5,13 +5,15 @@ import { api } from '../helpers/api';
 import { expectStatus, projectWithDomain } from '../helpers/automations';
 import { closeDb, db, waitForEmailStatus } from '../helpers/db';
 import { deliver } from '../helpers/smtp-client';
-import { resolveSchema } from '../helpers/openapi';
+import { schemaProblems } from '../helpers/openapi';
 import { stackEnv } from '../stack-env';
 import { loadConfig } from '../../domain/config';
 import { returnPathAddress } from '../../domain/inbound/return-path';
 import { createTestProject, type TestProject } from '../helpers/fixtures';
 import { waitFor } from '../helpers/wait';
 import { messagesTo, waitForMail } from '../helpers/mailbox';
+import { startFakeSns } from '../helpers/sns';
+import { Client, Connection } from '@temporalio/client';
 
 /**
  * Webhooks out on the real stack (README › Webhooks out): endpoints of a project receive its events, signed per
@@ -61,6 +63,19 @@ function verify(secret: string, r: Received, toleranceSec = 300): boolean {
 
 const at = (path: string) => received.filter((r) => r.path === path);
 const bodies = (path: string) => at(path).map((r) => JSON.parse(r.body) as { type: string; timestamp: string; data: Record<string, any> });
+
+/**
+ * Each body conforms to what /openapi.json documents for its type (the webhook entries, OpenAPI 3.1): every required key
+ * there, each of the documented type, no undocumented one. `entryOf` names the entry of types that are patterns.
+ */
+async function expectDocumented(got: { type: string }[], entryOf: Record<string, string> = {}): Promise<void> {
+  const doc = (await api('GET', '/openapi.json')).body;
+  for (const b of got) {
+    const entry = doc.webhooks[entryOf[b.type] ?? b.type];
+    expect({ type: b.type, documented: entry !== undefined }).toEqual({ type: b.type, documented: true });
+    expect({ type: b.type, problems: schemaProblems(doc, entry.post.requestBody.content['application/json'].schema, b) }).toEqual({ type: b.type, problems: [] });
+  }
+}
 
 async function endpoint(body: Record<string, unknown>, p = project): Promise<{ id: string; secret: string; path: string }> {
   const path = `/ep/${tag()}`;
@@ -306,7 +321,7 @@ test('Retry-After of a 429 (seconds) or a 503 (an HTTP date) delays the next att
   expect(at(seconds.path)[1]!.headers['webhook-id']).toBe(at(seconds.path)[0]!.headers['webhook-id']);
 }, 60_000);
 
-test('replay: the events of [from, to) that the endpoint wants are sent in recorded order, once; a second replay sends nothing again; bad ranges are 422', async () => {
+test('replay: the events of [from, to) that the endpoint wants are sent in recorded order, once; its status counts them; a second replay sends nothing again; bad ranges are 422', async () => {
   const p = await createTestProject('webhooks-out-replay');
   const event = `replayed_${tag()}`;
   const pause = () => new Promise((r) => setTimeout(r, 30));
@@ -334,11 +349,24 @@ test('replay: the events of [from, to) that the endpoint wants are sent in recor
   expect(got.filter((b) => b.data.contact.email === ada).map((b) => b.data.properties.n)).toEqual([1, 4]);
   const listed = expectStatus(await call('GET', `/webhook-endpoints/${ep.id}/deliveries`, undefined, p), 200);
   expect(listed.total).toBe(3);
+  // Its status: the run's state, what it read and queued, and how those deliveries stand.
+  const status = (r: { replayId: string }) => call('GET', `/webhook-endpoints/${ep.id}/replays/${r.replayId}`, undefined, p);
+  const done = await waitFor('the replay settled', async () => {
+    const s = expectStatus(await status(replay), 200);
+    return s.state === 'COMPLETED' && s.deliveries.SUCCEEDED === 3 ? s : undefined;
+  }, 20_000);
+  expect(done).toMatchObject({ replayId: replay.replayId, endpointId: ep.id, from, to, workflowId: replay.workflowId, queued: 3, deliveries: { PENDING: 0, SUCCEEDED: 3, FAILED: 0, CANCELLED: 0 } });
+  // Every event of the range was read (the four tracked ones, and whatever else the project recorded meanwhile).
+  expect(done.events).toBeGreaterThanOrEqual(4);
 
   // Again: every delivery is SUCCEEDED, so nothing is sent twice.
-  expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
+  const again = expectStatus(await call('POST', `/webhook-endpoints/${ep.id}/replay`, { from, to }, p), 202);
   await new Promise((r) => setTimeout(r, 3_000));
   expect(at(ep.path)).toHaveLength(3);
+  expect(expectStatus(await status(again), 200)).toMatchObject({ state: 'COMPLETED', events: done.events, queued: 0, deliveries: { PENDING: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 } });
+  // An unknown replay, and another project's key: 404.
+  expect((await status({ replayId: randomUUID() })).status).toBe(404);
+  expect((await call('GET', `/webhook-endpoints/${ep.id}/replays/${replay.replayId}`)).status).toBe(404);
 
   const refused = async (body: unknown) => {
     const res = await call('POST', `/webhook-endpoints/${ep.id}/replay`, body, p);
@@ -425,15 +453,88 @@ test('email.bounced, email.complained, contact.unsubscribed, a tracked event and
   expect(of(custom).data).toMatchObject({ emailId: null, contact: { email: `tracked-${t}@example.com` }, properties: { plan: 'pro', seats: 3 } });
   expect(of(`segment.vip-${t}.entry`).data).toMatchObject({ contact: { email: `vip-${t}@example.com` }, properties: { segmentId: segment.id, segmentName: `VIP ${t}` } });
 
-  // Each body has what /openapi.json documents for its type (the webhook entries, OpenAPI 3.1).
-  const doc = (await api('GET', '/openapi.json')).body;
-  const entry: Record<string, string> = { [custom]: '{tracked event name}', [`segment.vip-${t}.entry`]: 'segment.{slug}.entry' };
-  for (const type of types) {
-    const body = resolveSchema(doc, doc.webhooks[entry[type] ?? type].post.requestBody.content['application/json'].schema);
-    const data = resolveSchema(doc, body.properties!.data);
-    const props = resolveSchema(doc, data.properties!.properties);
-    const got = of(type);
-    expect({ type, top: Object.keys(got).sort(), data: Object.keys(got.data).sort() }).toEqual({ type, top: [...(body.required as string[])].sort(), data: [...(data.required as string[])].sort() });
-    for (const key of (props.required as string[] | undefined) ?? []) expect({ type, key, present: key in got.data.properties }).toEqual({ type, key, present: true });
-  }
+  await expectDocumented(bodies(ep.path), { [custom]: '{tracked event name}', [`segment.vip-${t}.entry`]: 'segment.{slug}.entry' });
 }, 90_000);
+
+test('email.delivered, email.opened, email.clicked, email.failed, email.replied, email.auto_replied, contact.subscribed and a segment exit arrive signed, each as documented', async () => {
+  const t = tag();
+  const types = ['email.delivered', 'email.opened', 'email.clicked', 'email.failed', 'email.replied', 'email.auto_replied', 'contact.subscribed', `segment.gold-${t}.exit`];
+  const ep = await endpoint({ eventTypes: types });
+  const secret = loadConfig({ ...process.env, DATABASE_URL: stackEnv().databaseUrl }).appSecret;
+  const bounceHost = `bounces.${domain}`;
+  const reader = `reader-${t}@example.com`;
+  const link = `https://example.com/pricing-${t}`;
+  const emailId: string = expectStatus(
+    await call('POST', '/v1/send', { to: reader, from: `news@${domain}`, subject: 'Hooked', body: `<p>hi <a href="${link}">pricing</a></p>` }),
+    200,
+  ).data.emails[0].email;
+  const row = await waitForEmailStatus(emailId, 'SENT');
+
+  // email.delivered: SES reports the delivery through SNS (the test plays SNS, as webhooks-sns.test.ts does).
+  const sns = await startFakeSns({ apiUrl: stackEnv().apiUrl });
+  try {
+    const report = sns.sesReport('Delivery', row.message_id, reader, { timestamp: new Date().toISOString(), smtpResponse: '250 2.0.0 OK', processingTimeMillis: 812 }, `news@${domain}`);
+    expect((await sns.post(sns.notification(report))).body).toMatchObject({ outcome: 'applied', events: ['email.delivered'] });
+  } finally {
+    await sns.stop();
+  }
+  // email.opened and email.clicked: the pixel and the tracked link of the message as the relay received it.
+  const html = String((await waitForMail(reader))[0]!.html);
+  const tracked = (kind: 'o' | 'c') => html.match(new RegExp(`${stackEnv().apiUrl.replace(/[.:/]/g, '\\$&')}/t/${kind}/[A-Za-z0-9_-]+`))?.[0];
+  expect({ pixel: tracked('o') !== undefined, link: tracked('c') !== undefined }).toEqual({ pixel: true, link: true });
+  expect((await fetch(tracked('o')!)).status).toBe(200);
+  expect((await fetch(tracked('c')!, { redirect: 'manual' })).headers.get('location')).toBe(link);
+  // email.auto_replied (an out-of-office to the return path) and email.replied (an answer to the replies address), over SMTP.
+  const rp = returnPathAddress(emailId, bounceHost, secret);
+  const ooo = [`From: ${reader}`, `To: ${rp}`, 'Subject: Out of Office: Hooked', 'Auto-Submitted: auto-replied', `In-Reply-To: ${row.message_id}`, `Message-ID: <${tag()}@example.com>`, '', 'Away until Monday.', ''];
+  expect((await deliver(stackEnv().inboundSmtpPort, '', [rp], ooo.join('\r\n'))).data?.code).toBe(250);
+  const reply = [`From: Reader <${reader}>`, `To: replies@${bounceHost}`, 'Subject: Re: Hooked', `In-Reply-To: ${row.message_id}`, `References: ${row.message_id}`, `Message-ID: <${tag()}@example.com>`, '', 'Yes please, tell me more.', ''];
+  expect((await deliver(stackEnv().inboundSmtpPort, reader, [`replies@${bounceHost}`], reply.join('\r\n'))).data?.code).toBe(250);
+  // email.failed: the relay answers 451 every time and delivery gives up (a delivery run with a 1 ms retry window
+  // instead of the day the API's run waits).
+  const doomedId: string = expectStatus(await call('POST', '/v1/send', { to: `tempfail-999-${t}@example.com`, from: `news@${domain}`, subject: 'Doomed', body: '<p>x</p>' }), 200).data.emails[0].email;
+  const connection = await Connection.connect({ address: stackEnv().temporalAddress });
+  try {
+    const gaveUp = await new Client({ connection }).workflow.execute('emailDelivery', {
+      taskQueue: 'mailwright',
+      workflowId: `email-delivery-give-up/${doomedId}`,
+      args: [{ projectId: project.projectId, emailIds: [doomedId], retryWindowMs: 1 }],
+    });
+    expect(gaveUp).toMatchObject({ failed: 1 });
+  } finally {
+    await connection.close();
+  }
+  // contact.subscribed: an unsubscribed contact subscribes.
+  const joiner = `joiner-${t}@example.com`;
+  const joinerId: string = expectStatus(await call('POST', '/contacts', { email: joiner, subscribed: false }), 201).id;
+  expectStatus(await call('PATCH', `/contacts/${joinerId}`, { subscribed: true }), 200);
+  // A segment exit: a member's data changes and the next compute finds it no longer matches.
+  const member = `gold-${t}@example.com`;
+  const memberId: string = expectStatus(await call('POST', '/contacts', { email: member, data: { tier: `gold-${t}` } }), 201).id;
+  const condition = { operator: 'AND', conditions: [{ field: 'data.tier', operator: 'equals', value: `gold-${t}` }] };
+  const segment = expectStatus(await call('POST', '/segments', { name: `Gold ${t}`, type: 'DYNAMIC', trackMembership: true, condition }), 201);
+  expectStatus(await call('POST', `/segments/${segment.id}/compute`), 202);
+  await waitFor(
+    'the member counted',
+    async () => ((await db().query('select 1 from segment_memberships where segment_id = $1 and contact_id = $2', [segment.id, memberId])).rowCount ? true : undefined),
+    30_000,
+  );
+  expectStatus(await call('PATCH', `/contacts/${memberId}`, { data: { tier: 'lapsed' } }), 200);
+  await waitFor('the recompute accepted', async () => ((await call('POST', `/segments/${segment.id}/compute`)).status === 202 ? true : undefined), 20_000);
+
+  await waitFor('every type at the endpoint', async () => (types.every((type) => bodies(ep.path).some((b) => b.type === type)) ? true : undefined), 60_000).catch((err: Error) => {
+    throw new Error(`${err.message}; received: ${bodies(ep.path).map((b) => b.type).join(', ')}`);
+  });
+  for (const r of at(ep.path)) expect(verify(ep.secret, r)).toBe(true);
+  const of = (type: string) => bodies(ep.path).find((b) => b.type === type)!;
+  const contact = { email: reader };
+  expect(of('email.delivered').data).toMatchObject({ emailId, contact, properties: { source: 'ses', smtpResponse: '250 2.0.0 OK', processingTimeMillis: 812 } });
+  expect(of('email.opened').data).toMatchObject({ emailId, contact, properties: {} });
+  expect(of('email.clicked').data).toMatchObject({ emailId, contact, properties: { url: link } });
+  expect(of('email.auto_replied').data).toMatchObject({ emailId, contact, properties: { from: reader, subject: 'Out of Office: Hooked', inboundId: expect.any(String) } });
+  expect(of('email.replied').data).toMatchObject({ emailId, contact, properties: { from: reader, subject: 'Re: Hooked', excerpt: 'Yes please, tell me more.' } });
+  expect(of('email.failed').data).toMatchObject({ emailId: doomedId, contact: { email: `tempfail-999-${t}@example.com` }, properties: { reason: expect.stringMatching(/^Delivery gave up after 1 attempts: /) } });
+  expect(of('contact.subscribed').data).toMatchObject({ contact: { id: joinerId, email: joiner }, emailId: null, properties: { via: expect.any(String) } });
+  expect(of(`segment.gold-${t}.exit`).data).toMatchObject({ contact: { id: memberId, email: member }, properties: { segmentId: segment.id, segmentName: `Gold ${t}` } });
+  await expectDocumented(bodies(ep.path), { [`segment.gold-${t}.exit`]: 'segment.{slug}.exit' });
+}, 120_000);

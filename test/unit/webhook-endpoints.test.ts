@@ -5,6 +5,7 @@ import { openApiDocument } from '../../api/system/routes';
 import { loadConfig } from '../../domain/config';
 import { endpointUrlProblem } from '../../domain/webhook-endpoints/webhook-endpoint.service';
 import { WEBHOOK_RETRY, webhookBackoffMs, webhookRetryDelayMs } from '../../temporal/webhook-retry';
+import { firstPass } from '../../domain/webhook-endpoints/webhook-attempt';
 import { eventPayload, newEndpointSecret, standardWebhookHeaders, webhookTypeOf } from '../../domain/webhook-endpoints/standard-webhooks';
 
 describe('Standard Webhooks signatures', () => {
@@ -109,5 +110,40 @@ describe('Retry-After and the backoff of webhook deliveries', () => {
   test('the backoff is 5 s doubling to an hour, as Temporal computes it from the policy', () => {
     expect([1, 2, 3, 4, 10, 11, 12, 40].map(webhookBackoffMs)).toEqual([5_000, 10_000, 20_000, 40_000, 2_560_000, 3_600_000, 3_600_000, 3_600_000]);
     expect(WEBHOOK_RETRY.forMs).toBe(3 * 24 * 3_600_000);
+  });
+});
+
+describe('the first pass of a batch (firstPass)', () => {
+  type Outcome = Awaited<ReturnType<Parameters<typeof firstPass>[0]>>;
+  const done: Outcome = { outcome: 'done', status: 200 };
+  const waitOf = (o: Outcome | null) => (o?.outcome === 'held' ? 5_000 : 7_000);
+
+  test("a delivery held behind another batch's first attempt is looked at again within the pass, the lane doing other chains meanwhile", async () => {
+    const releasedAt = Date.now() + 250;
+    const calls: string[] = [];
+    const attempt = async (id: string): Promise<Outcome> => {
+      calls.push(id);
+      if (id === 'h1' && Date.now() < releasedAt) return { outcome: 'held', behind: 'elsewhere', retrying: false };
+      return done;
+    };
+    const pass = await firstPass(attempt, [['h1', 'h2'], ['o1']], { concurrency: 1, deadlineMs: Date.now() + 10_000, waitOf, holdForMs: 5_000 });
+    expect(pass.settled.map((s) => s.deliveryId).sort()).toEqual(['h1', 'h2', 'o1']);
+    expect(pass.waits).toEqual({});
+    // One lane: o1 went while h1 waited, and h1 was looked at more than once.
+    expect(calls.indexOf('o1')).toBeLessThan(calls.lastIndexOf('h1'));
+    expect(calls.filter((c) => c === 'h1').length).toBeGreaterThan(1);
+    expect(calls.indexOf('h2')).toBeGreaterThan(calls.lastIndexOf('h1'));
+  });
+
+  test('behind a delivery being retried, or held past holdForMs, a chain stops with the held wait; a failure to retry with its own', async () => {
+    const attempt = async (id: string): Promise<Outcome> => {
+      if (id === 'r1') return { outcome: 'held', behind: 'failing', retrying: true };
+      if (id === 'l1') return { outcome: 'held', behind: 'slow', retrying: false };
+      if (id === 'f1') return { outcome: 'retry', error: 'The receiver answered 500', status: 500 };
+      return done;
+    };
+    const pass = await firstPass(attempt, [['r1', 'r2'], ['l1', 'l2'], ['f1', 'f2'], ['o1']], { concurrency: 2, deadlineMs: Date.now() + 10_000, waitOf, holdForMs: 300 });
+    expect(pass.settled.map((s) => s.deliveryId)).toEqual(['o1']);
+    expect(pass.waits).toEqual({ r1: 5_000, l1: 5_000, f1: 7_000 });
   });
 });

@@ -21,6 +21,8 @@ interface Received {
   url: string;
   headers: http.IncomingHttpHeaders;
   body: Buffer;
+  /** The client's address and port: one per connection. */
+  remote: string;
 }
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void;
 
@@ -37,7 +39,7 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      received.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      received.push({ method: req.method!, url: req.url!, headers: req.headers, body, remote: `${req.socket.remoteAddress}:${req.socket.remotePort}` });
       handler(req, res, body);
     });
   });
@@ -196,6 +198,28 @@ describe('delivery', () => {
     expect(resolve).toHaveBeenCalledTimes(1);
     expect(resolve).toHaveBeenCalledWith('receiver.test');
     expect(received[0]!.headers.host).toBe(`receiver.test:${port}`);
+  });
+});
+
+describe('kept connections (keepAlive: webhooks out)', () => {
+  const sockets = () => new Set(received.map((r) => r.remote)).size;
+
+  test('calls that keep their connection reuse one socket; calls that do not open one each', async () => {
+    for (let i = 0; i < 3; i++) expect((await callWebhook(request({ keepAlive: true }))).status).toBe(200);
+    expect(sockets()).toBe(1);
+    received = [];
+    for (let i = 0; i < 3; i++) expect((await callWebhook(request())).status).toBe(200);
+    expect(sockets()).toBe(3);
+  });
+
+  test('a kept socket serves only the same checked addresses: a different DNS answer for the host gets a connection of its own', async () => {
+    // The socket connects to the first address of the answer: the receiver's, in both answers.
+    const via = (...addresses: string[]) => request({ url: `http://kept.test:${port}/x`, keepAlive: true, resolve: async () => addresses.map((address) => ({ address, family: 4 })) });
+    await callWebhook(via('127.0.0.1'));
+    await callWebhook(via('127.0.0.1'));
+    await callWebhook(via('127.0.0.1', '127.0.0.3'));
+    expect(received).toHaveLength(3);
+    expect(sockets()).toBe(2);
   });
 });
 
