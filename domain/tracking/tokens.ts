@@ -44,6 +44,10 @@ export class LinkTokens {
   /** The key XOR ipad and XOR opad (RFC 2104), each a block, computed once. */
   private readonly innerPad: Buffer;
   private readonly outerPad: Buffer;
+  /** The outer pad followed by the inner hash: the second hash's input, rewritten in place by each sign (synchronous). */
+  private readonly outerBlock: Buffer;
+  private lastId = '';
+  private lastIdBytes: Buffer = Buffer.alloc(ID_BYTES);
 
   constructor(appSecret: string) {
     if (!appSecret) throw new Error('LinkTokens needs a secret');
@@ -54,15 +58,35 @@ export class LinkTokens {
       this.innerPad[i]! ^= key[i]!;
       this.outerPad[i]! ^= key[i]!;
     }
+    this.outerBlock = Buffer.concat([this.outerPad, Buffer.alloc(32)]);
   }
 
   sign(payload: TokenPayload): string {
     const id = payload.kind === 'contact' ? payload.contactId : payload.emailId;
-    const parts = [Buffer.from([VERSION, KINDS[payload.kind]]), uuidBytes(id)];
-    if (payload.kind === 'click') parts.push(Buffer.from(payload.url, 'utf8'));
-    else if (payload.kind === 'contact' && payload.emailId !== undefined) parts.push(uuidBytes(payload.emailId));
-    const body = Buffer.concat(parts);
-    return Buffer.concat([body, this.mac(body)]).toString('base64url');
+    const tail = payload.kind === 'click' ? Buffer.byteLength(payload.url, 'utf8') : payload.kind === 'contact' && payload.emailId !== undefined ? ID_BYTES : 0;
+    // One buffer per token: the inner pad, then the payload, then room for the MAC; the token is payload || MAC.
+    const bodyLength = HEADER_BYTES + ID_BYTES + tail;
+    const buf = Buffer.allocUnsafe(BLOCK_BYTES + bodyLength + MAC_BYTES);
+    this.innerPad.copy(buf, 0);
+    buf[BLOCK_BYTES] = VERSION;
+    buf[BLOCK_BYTES + 1] = KINDS[payload.kind];
+    this.idBytes(id).copy(buf, BLOCK_BYTES + HEADER_BYTES);
+    const rest = BLOCK_BYTES + HEADER_BYTES + ID_BYTES;
+    if (payload.kind === 'click') buf.write(payload.url, rest, 'utf8');
+    else if (tail) this.idBytes((payload as { emailId: string }).emailId).copy(buf, rest);
+    const macAt = BLOCK_BYTES + bodyLength;
+    this.outerBlock.set(hash('sha256', buf.subarray(0, macAt), 'buffer'), BLOCK_BYTES);
+    hash('sha256', this.outerBlock, 'buffer').copy(buf, macAt, 0, MAC_BYTES);
+    return buf.toString('base64url', BLOCK_BYTES);
+  }
+
+  /** A UUID's bytes; the last one is remembered, since a message signs several tokens for its one email id. */
+  private idBytes(id: string): Buffer {
+    if (id !== this.lastId) {
+      this.lastIdBytes = uuidBytes(id);
+      this.lastId = id;
+    }
+    return this.lastIdBytes;
   }
 
   /** The payload when `token` is a genuine token of `kind`, else null (malformed, forged, altered or another kind). */

@@ -119,6 +119,25 @@ describe('link tokens', () => {
     expect(tokens.verify(forge('mailwright/secret-box/v1'), 'open')).toBeNull();
   });
 
+  test('every kind is the bytes of the format written out with createHmac, whatever order ids are signed in', () => {
+    const key = Buffer.from(hkdfSync('sha256', Buffer.from(cfg.appSecret, 'utf8'), Buffer.alloc(0), 'mailwright/link-tokens/v1', 32));
+    const written = (kind: number, ...parts: Buffer[]) => {
+      const body = Buffer.concat([Buffer.from([1, kind]), ...parts]);
+      return Buffer.concat([body, createHmac('sha256', key).update(body).digest().subarray(0, 16)]).toString('base64url');
+    };
+    const bytes = (id: string) => Buffer.from(id.replace(/-/g, ''), 'hex');
+    const emails = [randomUUID(), randomUUID()];
+    const contact = randomUUID();
+    for (const url of ['https://example.com/', 'https://bücher.example/ä?q=😀&x=<y>', `https://example.com/${'a'.repeat(5000)}`]) {
+      for (const email of [...emails, emails[0]!]) {
+        expect(tokens.sign({ kind: 'click', emailId: email, url })).toBe(written(2, bytes(email), Buffer.from(url, 'utf8')));
+        expect(tokens.sign({ kind: 'contact', contactId: contact, emailId: email })).toBe(written(3, bytes(contact), bytes(email)));
+        expect(tokens.sign({ kind: 'open', emailId: email })).toBe(written(1, bytes(email)));
+        expect(tokens.sign({ kind: 'contact', contactId: email })).toBe(written(3, bytes(email)));
+      }
+    }
+  });
+
   test('signing refuses ids that are not UUIDs', () => {
     expect(() => tokens.sign({ kind: 'open', emailId: 'not-a-uuid' })).toThrow(/UUID/);
   });
