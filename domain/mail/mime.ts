@@ -135,7 +135,16 @@ const HEX = Array.from({ length: 256 }, (_, i) => `=${i.toString(16).toUpperCase
 export function quotedPrintable(text: string): string {
   const encoded = text.replace(QP_ENCODED, (run) => {
     let out = '';
-    for (const byte of Buffer.from(run, 'utf8')) out += HEX[byte];
+    // Most runs are one `=` of an HTML attribute: ASCII is its own octet, with no UTF-8 encoding to make.
+    for (let i = 0; i < run.length; i++) {
+      const code = run.charCodeAt(i);
+      if (code > 0x7f) {
+        out = '';
+        for (const byte of Buffer.from(run, 'utf8')) out += HEX[byte];
+        return out;
+      }
+      out += HEX[code];
+    }
     return out;
   });
   const lines = encoded.split('\r\n');
