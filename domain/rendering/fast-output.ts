@@ -1,4 +1,4 @@
-import { TokenKind, toValue, toValueSync, type Context, type Emitter, type Template } from 'liquidjs';
+import { LiquidError, RenderError, TokenKind, toValue, toValueSync, type Context, type Emitter, type Liquid, type Template } from 'liquidjs';
 
 /**
  * Synchronous renderers for a parsed template's plain HTML and its simple outputs, installed on the parsed nodes.
@@ -89,13 +89,17 @@ function outputRenderer(output: OutputLike): ((ctx: Context, emitter: Emitter) =
   };
 }
 
+/** Marks a node whose render is one of the synchronous ones above: it writes to the emitter and returns nothing. */
+const SYNC = Symbol('mailwright.syncRender');
+
 function accelerateOne(tpl: Template): void {
-  const node = tpl as unknown as OutputLike & { str?: string; templates?: Template[]; elseTemplates?: Template[]; branches?: { templates?: Template[] }[] };
+  const node = tpl as unknown as OutputLike & { str?: string; templates?: Template[]; elseTemplates?: Template[]; branches?: { templates?: Template[] }[]; [SYNC]?: true };
   const kind = node.token?.kind;
   if (kind === TokenKind.HTML && typeof node.str === 'string') {
     node.render = function renderHtml(this: { str: string }, _ctx: Context, emitter: Emitter) {
       emitter.write(this.str);
     };
+    node[SYNC] = true;
     return;
   }
   if (kind === TokenKind.Output && node.value?.initial?.postfix) {
@@ -122,4 +126,49 @@ function accelerateOne(tpl: Template): void {
 export function accelerate<T extends Template[] | undefined>(templates: T): T {
   if (Array.isArray(templates)) for (const tpl of templates) accelerateOne(tpl);
   return templates;
+}
+
+/** liquidjs' `stringify`, which its emitter writes with: a Drop's value, nil as nothing, arrays joined. */
+function stringify(value: unknown): string {
+  const v = toValue(value);
+  if (typeof v === 'string') return v;
+  if (v === null || v === undefined) return '';
+  if (Array.isArray(v)) return v.map(stringify).join('');
+  return String(v);
+}
+
+type RenderTemplates = (templates: Template[], ctx: Context, emitter?: Emitter) => unknown;
+
+/**
+ * Replaces an engine's `renderTemplates` (a generator: one per template list rendered, which is one per iteration of
+ * every `for` loop) with a plain function for synchronous renders, the only kind these engines run. It takes liquidjs'
+ * steps in its order: the render-time limit checked on entry and before each tag, every node rendered into the same
+ * emitter (a returned generator run to its value, a returned string written), a `break` or `continue` ending the
+ * list, an error wrapped as a RenderError naming its node. What it saves is driving a generator per list and a yield
+ * per node. Asynchronous renders, `catchAllErrors` and `keepOutputType` keep liquidjs' own.
+ */
+export function renderTemplatesSynchronously(engine: Liquid): void {
+  const renderer = engine.renderer as unknown as { renderTemplates: RenderTemplates };
+  const original = renderer.renderTemplates.bind(renderer);
+  renderer.renderTemplates = function renderTemplates(templates, ctx, given) {
+    const c = ctx as unknown as { sync: boolean; opts: { catchAllErrors?: boolean; keepOutputType?: boolean }; renderLimit: { check(now: number): void }; breakCalled: boolean; continueCalled: boolean };
+    if (!c.sync || c.opts.catchAllErrors || c.opts.keepOutputType) return original(templates, ctx, given);
+    const emitter = given ?? { buffer: '', write(html: unknown) { this.buffer += stringify(html); } };
+    c.renderLimit.check(performance.now());
+    for (const tpl of templates) {
+      if ((tpl as { [SYNC]?: true })[SYNC]) {
+        tpl.render(ctx, emitter);
+        continue;
+      }
+      c.renderLimit.check(performance.now());
+      try {
+        const html = settle(tpl.render(ctx, emitter));
+        if (html) emitter.write(html);
+        if (c.breakCalled || c.continueCalled) break;
+      } catch (e) {
+        throw LiquidError.is(e) ? e : new RenderError(e as Error, tpl);
+      }
+    }
+    return (emitter as unknown as { buffer: string }).buffer;
+  };
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { filters, Liquid, Tokenizer, type LiquidOptions, type Template, type TopLevelToken } from 'liquidjs';
-import { accelerate } from './fast-output';
+import { accelerate, renderTemplatesSynchronously } from './fast-output';
 import { compile as compileHtmlToText } from 'html-to-text';
 import { Parser } from 'htmlparser2';
 import mjml2html from 'mjml';
@@ -138,6 +138,9 @@ skeletonEngine.registerFilter('mw_link', (href: unknown, text: unknown) => {
   if (url === words) return '';
   return words ? ` [${url}]` : url;
 });
+
+// Every render here is synchronous (renderSync): template lists render without a generator each (fast-output.ts).
+for (const engine of [plainEngine, htmlEngine, skeletonEngine]) renderTemplatesSynchronously(engine);
 
 /** A text-part skeleton parsed once (null when it does not parse: the composer then converts each rendered body). */
 export function compileTextSkeleton(source: string): Template[] | null {

@@ -1,5 +1,5 @@
 import { Liquid, type Template } from 'liquidjs';
-import { accelerate } from '../../domain/rendering/fast-output';
+import { accelerate, renderTemplatesSynchronously } from '../../domain/rendering/fast-output';
 import { renderTemplate } from '../../domain/rendering/render';
 
 /**
@@ -10,7 +10,12 @@ import { renderTemplate } from '../../domain/rendering/render';
 const options = { strictVariables: false, strictFilters: true, ownPropertyOnly: true, renderLimit: 1_000, memoryLimit: 64 * 1024 * 1024 };
 const html = new Liquid({ ...options, outputEscape: 'escape' });
 const plain = new Liquid(options);
-for (const engine of [html, plain]) {
+// The same engines with template lists rendered without generators (renderTemplatesSynchronously), as render.ts has them.
+const htmlSync = new Liquid({ ...options, outputEscape: 'escape' });
+const plainSync = new Liquid(options);
+renderTemplatesSynchronously(htmlSync);
+renderTemplatesSynchronously(plainSync);
+for (const engine of [html, plain, htmlSync, plainSync]) {
   // A filter that reads its context, as the composer's text-part filters and liquidjs' `default` do.
   engine.registerFilter('scoped', function (this: { context: { getSync(p: string[]): unknown } }, v: unknown, key: string) {
     return `${String(v)}:${String(this.context.getSync([key]))}`;
@@ -89,6 +94,22 @@ describe('fast output renderers', () => {
       }
     });
   }
+
+  for (const [name, reference, engine] of [
+    ['html', html, htmlSync],
+    ['plain', plain, plainSync],
+  ] as const) {
+    test.each(TEMPLATES.map((t, i) => [i, t]))(`${name} engine, template %i renders as liquidjs does with template lists rendered synchronously`, (_i, source) => {
+      for (const data of DATA) expect(outcome(engine, accelerate(engine.parse(source)), data)).toBe(outcome(reference, reference.parse(source), data));
+    });
+  }
+
+  test('a loop that runs past the render time limit is stopped with liquidjs error, as without the list renderer', () => {
+    const slow = '{% for a in (1..5000) %}{% for b in (1..5000) %}{{ b }}{% endfor %}{% endfor %}';
+    const quick = new Liquid({ ...options, renderLimit: 200 });
+    renderTemplatesSynchronously(quick);
+    expect(outcome(quick, accelerate(quick.parse(slow)), {})).toMatch(/^error:RenderError:template render limit exceeded/);
+  });
 
   test('they are installed on what render.ts parses, and a render still gives what the template says', () => {
     expect(renderTemplate('{% for r in items %}{{ r.t | upcase }};{% endfor %}{{ name ?? "there" }}', { items: [{ t: 'a<' }, { t: 'b' }] }, { html: true })).toBe('A&lt;;B;there');
