@@ -133,12 +133,7 @@ export function trackableUrl(href: string, own: string[]): string | null {
   if (!/^https?:\/\//i.test(url)) return null;
   const lower = url.toLowerCase();
   if (own.some((p) => lower.startsWith(p))) return null;
-  try {
-    new URL(url);
-  } catch {
-    return null;
-  }
-  return url;
+  return URL.canParse(url) ? url : null;
 }
 
 /** The source range of an attribute value (between its quotes), given the end of its name and the attribute's end. */
