@@ -250,7 +250,7 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
       if (now.pick !== null || now.decided) return null;
       const timed = now.status === 'SENDING' && ab.afterTest === 'auto';
       if (timed && Date.now() >= endsAt) return null;
-      await waitForWake(seen, timed ? Math.min(endsAt - Date.now(), 3_600_000) : RECHECK);
+      await waitForWake(seen, timed ? endsAt - Date.now() : RECHECK);
     }
   }
 }
