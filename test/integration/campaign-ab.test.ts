@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ParsedMail } from 'mailparser';
 import { closeDb, db } from '../helpers/db';
-import { projectWithVerifiedDomain, type TestProject } from '../helpers/fixtures';
+import { addVerifiedDomain, projectWithVerifiedDomain, uniqueDomain, type TestProject } from '../helpers/fixtures';
 import { messagesTo, waitForMail } from '../helpers/mailbox';
 import { seedContacts } from '../helpers/seed';
 import { api } from '../helpers/api';
@@ -183,6 +183,35 @@ describe('A/B-tested campaign', () => {
     expect(again.status).toBe(409);
     expect((await call('GET', `/campaigns/${id}/stats`)).body.abTest.finalSend).toMatchObject({ winner: 2, recipients: 4, sent: 3 });
   }, 120_000);
+
+  test('a sender domain that lost its verification during the wait: no remainder is sent, the campaign ends FAILED with the reason', async () => {
+    const { emails, filter } = await audience(6);
+    const own = uniqueDomain();
+    await addVerifiedDomain(project.projectId, own);
+    const res = await call('POST', '/campaigns', {
+      name: 'A/B lost domain',
+      subject: 'Lost A',
+      body: BODY,
+      from: `news@${own}`,
+      audienceType: 'FILTERED',
+      audienceFilter: filter,
+      abTest: { variants: [{}, { subject: 'Lost B' }], testShare: { count: 1 }, metric: 'unique_opens', testDurationSeconds: 60, afterTest: 'manual' },
+    });
+    expect((await call('POST', `/campaigns/${res.body.id}/send`)).status).toBe(200);
+    await waitForRecipients(emails, 2);
+    await db().query(`update domains set status = 'PENDING' where project_id = $1 and name = $2`, [project.projectId, own]);
+    expect((await call('POST', `/campaigns/${res.body.id}/winner`, { variant: 1 })).status).toBe(200);
+    const failed = await waitForStatus(res.body.id, 'FAILED');
+    expect(failed.statusReason).toMatch(/^The winner was not sent: /);
+    expect(failed.abDecision).toBeNull();
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await counts(emails)).reduce((a, b) => a + b, 0)).toBe(2);
+    const { rows } = await db().query<{ status: string; n: number }>(
+      'select status, count(*)::int as n from emails where campaign_id = $1 and variant is null group by status',
+      [res.body.id],
+    );
+    expect(rows).toEqual([{ status: 'CANCELLED', n: 4 }]);
+  });
 
   test('an audience too small for the shares is refused at send time (422, the campaign stays a DRAFT); a campaign without variants has no winner to pick', async () => {
     const { filter } = await audience(5);
