@@ -3,7 +3,7 @@ import { sql, statement } from '../db/sql';
 import { AppError, conflict, validationError } from '../errors';
 import { assertSenderDomain } from '../domains/domain.service';
 import type { CampaignSendControl } from './campaign-steering';
-import { campaignRow } from './campaign-steering';
+import { campaignRow, wake } from './campaign-steering';
 import { decideWinner, variantLabel, type AbDecision, type AbTest, type VariantSample } from './ab-test';
 import type { CampaignRow, CampaignStatus } from './campaign.entity';
 
@@ -113,11 +113,8 @@ export async function pickWinner(em: EntityManager, control: Pick<CampaignSendCo
     if (now.abDecision) throw conflict('CAMPAIGN_STATE', `The winner is decided already (variant ${(now.abDecision as unknown as AbDecision).winnerLabel})`);
     throw conflict('CAMPAIGN_STATE', `Cannot pick the winner of a ${now.status} campaign (only while SENDING or PAUSED)`);
   }
-  try {
-    await control.wakeCampaignSend({ campaignId: id });
-  } catch {
-    // The pick is stored; the run reads it at its next re-check (at most an hour) if the wake-up is lost.
-  }
+  // The pick is stored: a lost wake-up delays it to the run's next re-read (at most an hour), never loses it.
+  await wake(() => control.wakeCampaignSend({ campaignId: id }), id);
   return campaignRow(em, projectId, id);
 }
 

@@ -202,7 +202,7 @@ export async function cancelCampaign(em: EntityManager, control: Pick<CampaignSe
  * A wake-up of the run. The status change is committed and the run reads it at its next round anyway, so a failed
  * wake-up is logged, not reported: the request did what it says.
  */
-async function wake(call: () => Promise<void>, campaignId: string): Promise<void> {
+export async function wake(call: () => Promise<void>, campaignId: string): Promise<void> {
   try {
     await call();
   } catch (err) {
