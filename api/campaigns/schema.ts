@@ -124,11 +124,6 @@ const AbTestBody = z
       .meta({ description: 'auto: the best variant goes to the remainder when the test ends; manual: the remainder waits for POST /campaigns/:id/winner.' }),
   })
   .strict()
-  .refine((t) => !('percent' in t.testShare) || t.testShare.percent * t.variants.length < 100, {
-    message: 'The test shares must leave part of the audience for the winner (percent x variants < 100)',
-    path: ['testShare'],
-    params: { code: 'too_big' },
-  })
   .meta({ id: 'CampaignAbTestRequest', description: 'Makes the campaign an A/B test (README, A/B-tested campaigns); null: none.' });
 
 const fields = {

@@ -116,7 +116,8 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
     const audience = inserted!.n;
     if (c.abTest) {
       const problem = await splitAudience(tx, campaignId, c.abTest as unknown as AbTest);
-      if (problem) return { fail: problem };
+      // Thrown, so the snapshot rolls back with it: the campaign ends FAILED with no recipient rows.
+      if (problem) throw new SplitRefused(problem);
     }
     await tx.run(
       `update campaigns set status = case when status = 'SCHEDULED' then 'SENDING' else status end, send_content = $2, audience_size = $3,
@@ -129,6 +130,9 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
       [campaignId, audience],
     );
     return { state: 'started', audience, ...begunAb(c) };
+  }).catch((err: unknown) => {
+    if (err instanceof SplitRefused) return { fail: err.message };
+    throw err;
   });
   if (!('fail' in failure)) return failure;
   await settleCampaign(em, campaignId, { outcome: 'failed', reason: failure.fail });
@@ -160,6 +164,9 @@ export async function resolveCampaignMessage(em: EntityManager, c: CampaignRow):
   await assertSenderDomain(em, c.projectId, resolved.from.email);
   return resolved;
 }
+
+/** The audience snapshot is too small for the A/B test's shares. */
+class SplitRefused extends Error {}
 
 function begunAb(c: CampaignRow): { ab?: BegunAbTest } {
   if (!c.abTest) return {};

@@ -6,6 +6,8 @@ import { messagesTo, waitForMail } from '../helpers/mailbox';
 import { seedContacts } from '../helpers/seed';
 import { api } from '../helpers/api';
 import { stackEnv } from '../stack-env';
+import { initOrm } from '../../domain/orm';
+import { beginCampaignSend } from '../../domain/campaigns/campaign-send';
 
 /**
  * A/B-tested campaigns end to end, through the HTTP API, the real worker and the SMTP capture server: the split, the
@@ -221,6 +223,20 @@ describe('A/B-tested campaign', () => {
     expect(res.body.error.code).toBe('VALIDATION_ERROR');
     expect(res.body.error.errors).toEqual([expect.objectContaining({ field: 'abTest.testShare', code: 'audience_too_small' })]);
     expect((await call('GET', `/campaigns/${id}`)).body.status).toBe('DRAFT');
+
+    // The same check when the send starts (a scheduled campaign whose audience shrank): FAILED with the reason, and
+    // the snapshot rolled back with it (no recipient rows).
+    await db().query(`update campaigns set status = 'SENDING' where id = $1`, [id]);
+    const orm = await initOrm(stackEnv().databaseUrl, 4);
+    try {
+      expect(await beginCampaignSend(orm.em.fork(), id)).toEqual({ state: 'ended', status: 'FAILED' });
+    } finally {
+      await orm.close();
+    }
+    const failed = (await call('GET', `/campaigns/${id}`)).body;
+    expect(failed.status).toBe('FAILED');
+    expect(failed.statusReason).toMatch(/too small for 2 test shares of 3 recipients/);
+    expect((await db().query('select 1 from emails where campaign_id = $1', [id])).rowCount).toBe(0);
 
     const plain = await call('POST', '/campaigns', { name: 'Plain', subject: 'S', body: BODY, from: `news@${domain}`, audienceType: 'ALL' });
     expect(plain.body.abTest).toBeNull();
