@@ -79,6 +79,17 @@ export const removeSignal = defineSignal('remove');
 /** campaignSend: the campaign changed (a new time, a pause, a resume); the run re-reads it from the database. */
 export const campaignWakeSignal = defineSignal('wake');
 
+/** campaignSend of an A/B-tested campaign: where the test is (Temporal Web UI's Queries tab; null without variants). */
+export interface CampaignAbProgress {
+  phase: 'test' | 'waiting' | 'remainder';
+  variants: number;
+  /** ISO time the test ends (while waiting); a manual test waits past it for a pick. */
+  testEndsAt: string | null;
+  winner: number | null;
+  note: string | null;
+}
+export const campaignAbQuery = defineQuery<CampaignAbProgress | null>('abTest');
+
 /** An event of the contact, as the automations consumer hands it to a run waiting in WAIT_FOR_EVENT. */
 export interface AutomationSignalEvent {
   id: string;

@@ -7,6 +7,7 @@ import { CampaignSendStatsSchema, presentCampaignSendStats } from '../presenters
 import {
   CampaignIdParams,
   CreateCampaignBody,
+  PickWinnerBody,
   ListCampaignsQuery,
   ReplaceCampaignBody,
   SendCampaignBody,
@@ -25,6 +26,7 @@ import {
 } from '../../domain/campaigns/campaign.service';
 import { cancelCampaign, pauseCampaign, resumeCampaign, sendCampaign } from '../../domain/campaigns/campaign-steering';
 import { getCampaignStats } from '../../domain/campaigns/campaign-stats';
+import { getCampaignAbStats, pickWinner } from '../../domain/campaigns/campaign-ab';
 import { billingGuard } from '../billing/guard';
 
 const TAGS = ['Campaigns'];
@@ -215,6 +217,24 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
 
   routes.add({
     method: 'post',
+    path: '/campaigns/:id/winner',
+    summary: 'Pick the winning variant of an A/B-tested campaign',
+    description:
+      'Beyond SPEC. While the campaign sends its test shares or waits (SENDING or PAUSED) and no winner is decided: the variant (0 is A) is ' +
+      'sent to the rest of the audience, in either after-test mode; the run records the decision (`abDecision`, decidedBy manual, with the ' +
+      'numbers) and sends the remainder within seconds. A campaign without variants or a variant it does not have: 422. Decided already, or ' +
+      'another status: 409 CAMPAIGN_STATE.',
+    tags: TAGS,
+    auth: 'secret',
+    ownTransactions: 'Stores the pick, then signals the running workflow (campaign-steering.ts): the signal must see the committed row',
+    params: CampaignIdParams,
+    body: PickWinnerBody,
+    responses: { 200: { description: 'The campaign, its pick stored', schema: CampaignSchema }, ...errorResponses(401, 404, 409, 422) },
+    handler: async ({ ctx, params, body, principal }) => ({ body: presentCampaign(await pickWinner(ctx.state.em, deps.temporal, principal.projectId, params.id, body.variant)) }),
+  });
+
+  routes.add({
+    method: 'post',
     path: '/campaigns/:id/test',
     summary: 'Send one test message of the campaign to an address',
     description:
@@ -239,11 +259,19 @@ export function campaignRoutes(routes: Routes, deps: ApiDeps): void {
     method: 'get',
     path: '/campaigns/:id/stats',
     summary: "A campaign's send, delivery, open, click, bounce, complaint and unsubscribe counts, and their rates",
-    description: 'Zeros before sending started. Engagement counts follow their events through the event outbox (usually well under a second).',
+    description:
+      'Zeros before sending started. Engagement counts follow their events through the event outbox (usually well under a second). ' +
+      'An A/B-tested campaign also has `abTest`: each variant\'s and the final send\'s counts, and the decision with its metric values, ' +
+      'sample sizes and a pooled two-proportion z-test (within noise when p >= 0.05).',
     tags: TAGS,
     auth: 'secret',
     params: CampaignIdParams,
     responses: { 200: { description: 'Counters and rates', schema: CampaignSendStatsSchema }, ...errorResponses(401, 404, 422) },
-    handler: async ({ ctx, params, principal }) => ({ body: presentCampaignSendStats(await getCampaignStats(ctx.state.em, principal.projectId, params.id)) }),
+    handler: async ({ ctx, params, principal }) => ({
+      body: presentCampaignSendStats(
+        await getCampaignStats(ctx.state.em, principal.projectId, params.id),
+        await getCampaignAbStats(ctx.state.em, principal.projectId, params.id),
+      ),
+    }),
   });
 }

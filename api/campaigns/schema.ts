@@ -5,6 +5,7 @@ import { IdCursor, Limit } from '../contacts/schema';
 import { FilterSchema } from '../../domain/filters';
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES } from '../../domain/campaigns/campaign.entity';
 import { MAX_TEMPLATE_BODY_BYTES } from '../../domain/templates/template.service';
+import { AB_AFTER_TEST, AB_METRICS, MAX_VARIANTS, MIN_VARIANTS } from '../../domain/campaigns/ab-test';
 
 const Name = nameText(
   200,
@@ -70,6 +71,61 @@ export const Instant = (field: string) =>
     .transform((s) => new Date(s))
     .meta({ format: 'date-time', pattern: INSTANT.source });
 
+const Preheader = z
+  .string()
+  .min(1, 'preheader cannot be empty (set null for none)')
+  .max(500, 'preheader is at most 500 characters')
+  .refine((s) => !/[\r\n]/.test(s), { message: 'preheader cannot contain newlines', params: { code: 'invalid_preheader' } })
+  .meta({ description: 'The preview line mail clients show after the subject: a hidden first line of the body.', pattern: NO_LINE_BREAKS });
+
+const Variant = z
+  .object({
+    subject: Subject.nullable().optional(),
+    body: Body.nullable().optional(),
+    templateId: TemplateId.nullable().optional(),
+    fromName: FromName.nullable().optional(),
+    preheader: Preheader.nullable().optional(),
+  })
+  .strict()
+  .meta({
+    id: 'CampaignVariant',
+    description:
+      "What this variant changes of the campaign's content; a field left out (or null) keeps the campaign's. The from address is the " +
+      "campaign's for every variant (one sender domain). Variants are named A, B, C... in order.",
+  });
+
+const TestShare = z
+  .union([
+    z.object({ percent: z.number().gt(0, 'percent must be above 0').max(50, 'percent is at most 50') }).strict(),
+    z.object({ count: z.number().int('count must be a whole number').min(1, 'count is at least 1').max(1_000_000, 'count is at most 1000000') }).strict(),
+  ])
+  .meta({
+    description:
+      "Each variant's test share: `percent` of the audience snapshot (rounded down) or a fixed `count`. Every variant needs at least one " +
+      'recipient and at least one must be left for the winner, or the send is refused (422 `audience_too_small`).',
+  });
+
+const AbTestBody = z
+  .object({
+    variants: z
+      .array(Variant)
+      .min(MIN_VARIANTS, `At least ${MIN_VARIANTS} variants`)
+      .max(MAX_VARIANTS, `At most ${MAX_VARIANTS} variants`),
+    testShare: TestShare,
+    metric: z.enum(AB_METRICS).meta({ description: 'How the winner is chosen: unique opens / sent, unique clicks / sent, or unique clicks / unique opens.' }),
+    testDurationSeconds: z
+      .number()
+      .int('testDurationSeconds must be a whole number')
+      .min(1, 'testDurationSeconds is at least 1')
+      .max(30 * 86_400, 'testDurationSeconds is at most 30 days')
+      .meta({ description: 'How long after the test shares were sent the metric is read.' }),
+    afterTest: z
+      .enum(AB_AFTER_TEST)
+      .meta({ description: 'auto: the best variant goes to the remainder when the test ends; manual: the remainder waits for POST /campaigns/:id/winner.' }),
+  })
+  .strict()
+  .meta({ id: 'CampaignAbTestRequest', description: 'Makes the campaign an A/B test (README, A/B-tested campaigns); null: none.' });
+
 const fields = {
   name: Name,
   description: Description.nullable().optional(),
@@ -88,6 +144,7 @@ const fields = {
     .meta({ description: 'Required when audienceType is FILTERED, refused otherwise; the filter language of segments (null: none).' }),
   trackOpens: Tracking('opens').optional(),
   trackClicks: Tracking('clicks').optional(),
+  abTest: AbTestBody.nullable().optional(),
 };
 
 /**
@@ -149,6 +206,7 @@ export const UpdateCampaignBody = z
     audienceFilter: fields.audienceFilter,
     trackOpens: fields.trackOpens,
     trackClicks: fields.trackClicks,
+    abTest: fields.abTest,
     scheduledAt: ScheduledAt.optional(),
   })
   .strict()
@@ -171,6 +229,11 @@ export const SendCampaignBody = z
   })
   .strict()
   .meta({ id: 'SendCampaignRequest' });
+
+export const PickWinnerBody = z
+  .object({ variant: z.number().int('variant must be a whole number').min(0, 'variant is at least 0').max(MAX_VARIANTS - 1).meta({ description: 'The variant (0 is A).' }) })
+  .strict()
+  .meta({ id: 'PickWinnerRequest' });
 
 export const TestCampaignBody = z
   .object({ email: emailString.meta({ description: 'The one address to send the test to.' }) })

@@ -1,6 +1,48 @@
 import { z } from 'zod';
 import { AUDIENCE_TYPES, CAMPAIGN_STATUSES, type CampaignRow } from '../../domain/campaigns/campaign.entity';
 import { iso } from './time';
+import { AB_AFTER_TEST, AB_METRICS, type AbDecision, type AbTest } from '../../domain/campaigns/ab-test';
+
+const optionalText = z.string().nullable().optional();
+
+const AbTestSchema = z
+  .object({
+    variants: z.array(z.object({ subject: optionalText, body: optionalText, templateId: optionalText, fromName: optionalText, preheader: optionalText })),
+    testShare: z.union([z.object({ percent: z.number() }), z.object({ count: z.number().int() })]),
+    metric: z.enum(AB_METRICS),
+    testDurationSeconds: z.number().int(),
+    afterTest: z.enum(AB_AFTER_TEST),
+  })
+  .meta({ id: 'CampaignAbTest', description: 'The A/B test as stored (see CampaignAbTestRequest).' });
+
+const VariantResultSchema = z.object({
+  variant: z.number().int().meta({ description: '0 is A.' }),
+  label: z.string(),
+  sent: z.number().int(),
+  opens: z.number().int().meta({ description: 'Unique opens.' }),
+  clicks: z.number().int().meta({ description: 'Unique clicks.' }),
+  successes: z.number().int().meta({ description: "The metric's numerator (opens or clicks)." }),
+  trials: z.number().int().meta({ description: "The metric's denominator (sent, or opens for click_to_open): the sample size." }),
+  value: z.number().meta({ description: 'successes / trials, 4 decimals (0 without trials).' }),
+});
+
+export const AbDecisionSchema = z
+  .object({
+    winner: z.number().int(),
+    winnerLabel: z.string(),
+    decidedBy: z.enum(['auto', 'manual']),
+    decidedAt: z.iso.datetime(),
+    metric: z.enum(AB_METRICS),
+    variants: z.array(VariantResultSchema),
+    test: z.string().meta({ description: 'The statistical test used: a pooled two-proportion z-test, two-sided, the winner against the best other variant.' }),
+    z: z.number().nullable(),
+    pValue: z.number().nullable().meta({ description: 'null when no test is possible (no trials, or no variation at all).' }),
+    withinNoise: z.boolean().meta({ description: 'p >= 0.05 (or no test possible): the difference may be chance.' }),
+    tie: z.boolean().meta({ description: 'Another variant had the same value; the lowest variant won.' }),
+    noData: z.boolean().meta({ description: 'No variant had a single open (or click): variant A was sent.' }),
+    note: z.string(),
+  })
+  .meta({ id: 'CampaignAbDecision', description: 'How the winner of an A/B test was chosen, with the numbers it was chosen on.' });
 
 export const CampaignSchema = z
   .object({
@@ -33,6 +75,8 @@ export const CampaignSchema = z
     startedAt: z.iso.datetime().nullable(),
     finishedAt: z.iso.datetime().nullable().meta({ description: 'When it became SENT, CANCELLED or FAILED.' }),
     statusReason: z.string().nullable().meta({ description: 'Why it is FAILED, or how it was cancelled.' }),
+    abTest: AbTestSchema.nullable().meta({ description: 'The A/B test; null: a campaign without variants.' }),
+    abDecision: AbDecisionSchema.nullable().meta({ description: 'The decision of the A/B test once made (null before, and without variants).' }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime(),
   })
@@ -61,6 +105,8 @@ export function presentCampaign(c: CampaignRow): z.infer<typeof CampaignSchema> 
     startedAt: iso(c.startedAt),
     finishedAt: iso(c.finishedAt),
     statusReason: c.statusReason,
+    abTest: (c.abTest as AbTest | null) ?? null,
+    abDecision: (c.abDecision as AbDecision | null) ?? null,
     createdAt: iso(c.createdAt),
     updatedAt: iso(c.updatedAt),
   };

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql, transaction, statement } from '../db/sql';
+import { sql, transaction, statement, type Sql } from '../db/sql';
 import type { Config } from '../config';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { SQL_UUIDV7, uuidv7 } from '../ids';
@@ -24,6 +24,7 @@ import { audienceWhere, countAudience } from './audience';
 import type { BillingGuard } from '../billing/billing.service';
 import { isSuspended } from '../reputation/suspension';
 import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campaign.entity';
+import { shareProblem, testShareSize, withPreheader, type AbTest, type AbVariant } from './ab-test';
 
 /**
  * The send engine of a campaign, as the `campaign-send/<id>` workflow's activities call it.
@@ -51,10 +52,19 @@ interface SendContent {
   replyTo: string | null;
   trackOpens: boolean;
   trackClicks: boolean;
+  /** An A/B-tested campaign: each variant's content, fixed with the rest (the test shares and the remainder use them). */
+  variants?: Omit<SendContent, 'variants'>[];
+}
+
+/** What the run needs to know of an A/B test (absent for a campaign without variants). */
+export interface BegunAbTest {
+  variants: number;
+  testDurationSeconds: number;
+  afterTest: AbTest['afterTest'];
 }
 
 export type BeginResult =
-  | { state: 'started'; audience: number }
+  | { state: 'started'; audience: number; ab?: BegunAbTest }
   /** Not yet: the (moved) time to wait for. */
   | { state: 'wait'; scheduledAt: string }
   /** Nothing to send: the campaign is cancelled, failed or already finished. */
@@ -81,7 +91,7 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
     } else if (c.status !== 'SENDING' && c.status !== 'PAUSED') {
       return { state: 'ended', status: c.status };
     }
-    if (c.sendContent) return { state: 'started', audience: c.audienceSize ?? 0 };
+    if (c.sendContent) return { state: 'started', audience: c.audienceSize ?? 0, ...begunAb(c) };
     let content: SendContent;
     try {
       content = await resolveSendContent(em, c);
@@ -104,6 +114,11 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
       [campaignId, content.fromEmail, content.fromName, content.replyTo, content.subject.slice(0, 998), content.templateId, ...where.params],
     );
     const audience = inserted!.n;
+    if (c.abTest) {
+      const problem = await splitAudience(tx, campaignId, c.abTest as unknown as AbTest);
+      // Thrown, so the snapshot rolls back with it: the campaign ends FAILED with no recipient rows.
+      if (problem) throw new SplitRefused(problem);
+    }
     await tx.run(
       `update campaigns set status = case when status = 'SCHEDULED' then 'SENDING' else status end, send_content = $2, audience_size = $3,
          started_at = now(), updated_at = now() where id = $1`,
@@ -114,7 +129,10 @@ export async function beginCampaignSend(em: EntityManager, campaignId: string, n
        on conflict (campaign_id) do update set audience = excluded.audience, updated_at = now()`,
       [campaignId, audience],
     );
-    return { state: 'started', audience };
+    return { state: 'started', audience, ...begunAb(c) };
+  }).catch((err: unknown) => {
+    if (err instanceof SplitRefused) return { fail: err.message };
+    throw err;
   });
   if (!('fail' in failure)) return failure;
   await settleCampaign(em, campaignId, { outcome: 'failed', reason: failure.fail });
@@ -147,8 +165,56 @@ export async function resolveCampaignMessage(em: EntityManager, c: CampaignRow):
   return resolved;
 }
 
-/** What the send fixes: the resolved message, tracking settled against the project's settings. */
+/** The audience snapshot is too small for the A/B test's shares. */
+class SplitRefused extends Error {}
+
+function begunAb(c: CampaignRow): { ab?: BegunAbTest } {
+  if (!c.abTest) return {};
+  const t = c.abTest as unknown as AbTest;
+  return { ab: { variants: t.variants.length, testDurationSeconds: t.testDurationSeconds, afterTest: t.afterTest } };
+}
+
+/**
+ * The reproducible random split of an A/B test: the snapshot's sendable rows (not suppressed) in the order of
+ * md5(campaign id, contact id), the first `each * variants` of them dealt to the variants in turn. Runs in the
+ * snapshot's transaction, so a retry finds it done. The rest (variant null) waits for the winner. The error when the
+ * audience is too small for the shares.
+ */
+async function splitAudience(tx: Sql, campaignId: string, test: AbTest): Promise<string | null> {
+  const sendable = `e.campaign_id = $1 and ${suppressedReasonSql('e.project_id', 'e.to_email')} is null`;
+  const counted = await tx.one<{ n: number }>(`select count(*)::int as n from emails e where ${sendable}`, [campaignId]);
+  const problem = shareProblem(test, counted!.n);
+  if (problem) return problem.message;
+  await tx.run(
+    `with ranked as (
+       select e.id, row_number() over (order by md5($1::text || e.contact_id::text), e.contact_id) - 1 as rn from emails e where ${sendable}
+     )
+     update emails e set variant = (r.rn % $2)::smallint from ranked r where e.id = r.id and r.rn < $3`,
+    [campaignId, test.variants.length, testShareSize(test, counted!.n) * test.variants.length],
+  );
+  return null;
+}
+
+/** What the send fixes: the resolved message, tracking settled against the project's settings; each variant's too. */
 async function resolveSendContent(em: EntityManager, c: CampaignRow): Promise<SendContent> {
+  const content = await resolveOneContent(em, c);
+  if (!c.abTest) return content;
+  // A variant's fields replace the campaign's; the result follows the campaign's rules (explicit subject and body
+  // override a template's).
+  const variants = [];
+  for (const v of (c.abTest as unknown as AbTest).variants) {
+    const one = await resolveOneContent(em, variantCampaign(c, v));
+    variants.push({ ...one, body: withPreheader(one.body, v.preheader) });
+  }
+  return { ...content, variants };
+}
+
+/** The campaign as one variant of its A/B test sends it: the variant's fields in place of the campaign's. */
+export function variantCampaign(c: CampaignRow, v: AbVariant): CampaignRow {
+  return { ...c, subject: v.subject ?? c.subject, body: v.body ?? c.body, templateId: v.templateId ?? c.templateId, fromName: v.fromName ?? c.fromName };
+}
+
+async function resolveOneContent(em: EntityManager, c: CampaignRow): Promise<SendContent> {
   const resolved = await resolveCampaignMessage(em, c);
   const settings = await projectSettings(em, c.projectId);
   return {
@@ -177,6 +243,12 @@ export interface PartitionInput {
   partitions: number;
   /** Contact id after which to continue (null: from the start). */
   cursor: string | null;
+  /**
+   * An A/B-tested campaign: the variant whose content is sent. With `remainder` the rows are those of no test share
+   * (the winner's send); without, that variant's test share. Absent: every row, the campaign's content.
+   */
+  variant?: number;
+  remainder?: boolean;
 }
 
 export interface PartitionResult {
@@ -251,6 +323,7 @@ const CAMPAIGN_CHUNK = statement(
   `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data::text as data, ${suppressedReasonSql('e.project_id', 'c.email')} as suppressed
   from emails e left join contacts c on c.id = e.contact_id
   where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
+    and coalesce(e.variant, -1) = $6
   order by e.contact_id limit $5`,
 );
 
@@ -263,7 +336,9 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
     result.stopped = head?.status ?? 'CANCELLED';
     return result;
   }
-  const content = head.sendContent as unknown as SendContent;
+  const stored = head.sendContent as unknown as SendContent;
+  const content = input.variant === undefined ? stored : stored.variants![input.variant]!;
+  const rowsOf = input.variant === undefined || input.remainder ? -1 : input.variant;
   const sender = await senderDomain(deps, head.projectId, content.fromEmail);
   const spec = { ...renderSpec(deps.config, head, content), returnPathHost: sender.returnPathHost };
   const { dkim } = sender;
@@ -283,7 +358,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const readChunk = (after: string | null) =>
     sql(em).query<RecipientRow>(
       CAMPAIGN_CHUNK,
-      [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize],
+      [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize, rowsOf],
     );
   let next = readChunk(result.cursor);
   // A chunk can take longer than the heartbeat timeout behind a slow relay: beat on a timer too (with the cursor of
@@ -312,7 +387,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       const render = (i: number) => {
         const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? '{}' }));
         // The key names the return path too: a render thread keeps the prepared message per key across rounds.
-        const pending = deps.renderPool.render({ key: `${input.campaignId}/${spec.returnPathHost ?? ''}`, spec, dkim, eightBit, recipients });
+        const pending = deps.renderPool.render({ key: `${input.campaignId}/${input.variant ?? ''}/${spec.returnPathHost ?? ''}`, spec, dkim, eightBit, recipients });
         pending.catch(() => undefined);
         return pending;
       };

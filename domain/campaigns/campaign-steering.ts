@@ -4,7 +4,8 @@ import { AppError, conflict, notFound, validationError } from '../errors';
 import { logger } from '../logger';
 import { persistThenStart, recordThenTell } from '../workflow-start';
 import { workflowIds } from '../../temporal/workflow-ids';
-import { resolveCampaignMessage } from './campaign-send';
+import { resolveCampaignMessage, variantCampaign } from './campaign-send';
+import { shareProblem, type AbTest } from './ab-test';
 import { audienceWhere, countAudience } from './audience';
 import type { BillingGuard } from '../billing/billing.service';
 import { assertNotSuspended } from '../reputation/suspension';
@@ -105,6 +106,13 @@ async function assertSendable(em: EntityManager, c: CampaignRow): Promise<void> 
   // What the send's snapshot does first, so a send is refused now rather than FAILED later.
   await resolveCampaignMessage(em, c);
   await audienceWhere(em, c);
+  if (c.abTest) {
+    const test = c.abTest as unknown as AbTest;
+    for (const v of test.variants) await resolveCampaignMessage(em, variantCampaign(c, v));
+    // The audience as it is now; the split counts the snapshot again (a scheduled send that shrank below the shares FAILs).
+    const problem = shareProblem(test, await countAudience(em, c));
+    if (problem) throw validationError([problem]);
+  }
 }
 
 const CAMPAIGN_STATS_INIT = statement('campaign_stats_init', 'insert into campaign_stats (campaign_id) values ($1) on conflict do nothing');
@@ -194,7 +202,7 @@ export async function cancelCampaign(em: EntityManager, control: Pick<CampaignSe
  * A wake-up of the run. The status change is committed and the run reads it at its next round anyway, so a failed
  * wake-up is logged, not reported: the request did what it says.
  */
-async function wake(call: () => Promise<void>, campaignId: string): Promise<void> {
+export async function wake(call: () => Promise<void>, campaignId: string): Promise<void> {
   try {
     await call();
   } catch (err) {

@@ -68,6 +68,12 @@ export const Campaign = defineEntity({
     finishedAt: p.datetime().nullable(),
     /** Why a campaign is FAILED (or how it was cancelled). */
     statusReason: p.text().nullable(),
+    /** The A/B test (domain/campaigns/ab-test.ts `AbTest`); null: a campaign without variants (migration 20261127200000). */
+    abTest: p.json<Record<string, unknown>>().nullable(),
+    /** A person's pick of the winning variant (POST /campaigns/:id/winner), read by the waiting run. */
+    abPick: p.smallint().nullable(),
+    /** The decision with its numbers (`AbDecision`), recorded by the run before it sends the remainder. */
+    abDecision: p.json<Record<string, unknown>>().nullable(),
     createdAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()),
     updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
   },
@@ -84,7 +90,7 @@ export type CampaignRow = { [K in Exclude<keyof Campaign, 'project' | 'status' |
 const CAMPAIGN_COLUMNS = [
   'id', 'projectId', 'name', 'description', 'subject', 'body', 'templateId', 'fromEmail', 'fromName', 'replyTo', 'audienceType', 'segmentId',
   'audienceFilter', 'status', 'scheduledAt', 'trackOpens', 'trackClicks', 'workflowId', 'audienceSize', 'sendContent', 'startedAt', 'finishedAt',
-  'statusReason', 'createdAt', 'updatedAt',
+  'statusReason', 'abTest', 'abPick', 'abDecision', 'createdAt', 'updatedAt',
 ] as const satisfies readonly (keyof CampaignRow)[];
 
 /** Every campaign column, named as `CampaignRow` (raw selects and `returning` lists). */

@@ -13,6 +13,7 @@ import type { SuppressionReason } from '../suppressions/suppression.entity';
 import type { EmailIntake } from '../emails/email-intake';
 import { resolveCampaignMessage } from './campaign-send';
 import { countAudience } from './audience';
+import type { AbTest } from './ab-test';
 import {
   assertNotActive,
   campaignRow,
@@ -56,6 +57,7 @@ type CampaignFields = Pick<
   | 'audienceFilter'
   | 'trackOpens'
   | 'trackClicks'
+  | 'abTest'
 >;
 
 /** A campaign as the API writes it; for PATCH every key is optional and `null` clears an optional one. */
@@ -73,6 +75,7 @@ export interface CampaignInput {
   audienceFilter?: Record<string, unknown> | null;
   trackOpens?: boolean | null;
   trackClicks?: boolean | null;
+  abTest?: AbTest | null;
 }
 
 /** POST and PUT: the whole campaign (absent optional keys are null). */
@@ -117,6 +120,7 @@ function applyInput(base: CampaignFields | null, input: CampaignInput): { fields
     audienceFilter: audience('audienceFilter'),
     trackOpens: pick('trackOpens'),
     trackClicks: pick('trackClicks'),
+    abTest: (input.abTest !== undefined ? input.abTest : (base?.abTest ?? null)) as CampaignFields['abTest'],
   };
 
   const errors: FieldError[] = [];
@@ -138,15 +142,22 @@ function applyInput(base: CampaignFields | null, input: CampaignInput): { fields
 }
 
 /** Liquid of the given subject and body, then the body as a send compiles it (MJML), as templates are checked on save. */
-async function contentErrors(input: CampaignInput): Promise<FieldError[]> {
+async function contentErrors(input: Pick<CampaignInput, 'subject' | 'body'>, prefix = ''): Promise<FieldError[]> {
   const errors: FieldError[] = [];
   for (const field of ['subject', 'body'] as const) {
     const source = input[field];
     if (!source) continue;
     const problem = checkTemplateSyntax(source);
-    if (problem) errors.push({ field, message: `Invalid Liquid syntax: ${problem}`, code: 'invalid_template' });
+    if (problem) errors.push({ field: `${prefix}${field}`, message: `Invalid Liquid syntax: ${problem}`, code: 'invalid_template' });
   }
   if (!errors.length && input.body) await compileBody(input.body);
+  return errors;
+}
+
+/** The content of each variant of an A/B test, checked as the campaign's own. */
+async function variantErrors(input: CampaignInput): Promise<FieldError[]> {
+  const errors: FieldError[] = [];
+  for (const [i, v] of (input.abTest?.variants ?? []).entries()) errors.push(...(await contentErrors(v, `abTest.variants.${i}.`)));
   return errors;
 }
 
@@ -160,13 +171,18 @@ const CAMPAIGN_EDIT_TEMPLATE_EXISTS = statement('campaign_edit_template_exists',
  * then that the template and segment named in this request exist in the project (422).
  */
 async function validate(em: EntityManager, projectId: string, input: CampaignInput, fields: CampaignFields, shapeErrors: FieldError[], previousFrom: string | null) {
-  const errors = [...shapeErrors, ...(await contentErrors(input))];
+  const errors = [...shapeErrors, ...(await contentErrors(input)), ...(await variantErrors(input))];
   if (errors.length) throw validationError(errors);
   if (fields.fromEmail !== previousFrom) await assertSenderDomain(em, projectId, fields.fromEmail, { field: 'from' });
   const missing: FieldError[] = [];
   if (input.templateId) {
     const [t] = await sql(em).query(CAMPAIGN_EDIT_TEMPLATE_EXISTS, [input.templateId, projectId]);
     if (!t) missing.push({ field: 'templateId', message: 'No template with this id in the project', code: 'not_found' });
+  }
+  for (const [i, v] of (input.abTest?.variants ?? []).entries()) {
+    if (!v.templateId) continue;
+    const [t] = await sql(em).query(CAMPAIGN_EDIT_TEMPLATE_EXISTS, [v.templateId, projectId]);
+    if (!t) missing.push({ field: `abTest.variants.${i}.templateId`, message: 'No template with this id in the project', code: 'not_found' });
   }
   if (input.segmentId) {
     const [s] = await sql(em).query(CAMPAIGN_EDIT_SEGMENT_EXISTS, [input.segmentId, projectId]);
@@ -175,17 +191,17 @@ async function validate(em: EntityManager, projectId: string, input: CampaignInp
   if (missing.length) throw validationError(missing);
 }
 
-/** The field values in the column order of the insert and update statements below ($n to $n+12). */
+/** The field values in the column order of the insert and update statements below ($n to $n+13). */
 const values = (f: CampaignFields) => [
   f.name, f.description, f.subject, f.body, f.templateId, f.fromEmail, f.fromName, f.replyTo, f.audienceType, f.segmentId,
-  f.audienceFilter === null ? null : JSON.stringify(f.audienceFilter), f.trackOpens, f.trackClicks,
+  f.audienceFilter === null ? null : JSON.stringify(f.audienceFilter), f.trackOpens, f.trackClicks, f.abTest === null ? null : JSON.stringify(f.abTest),
 ];
 
 const CAMPAIGN_INSERT = statement(
   'campaign_insert',
   `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
-    audience_filter, track_opens, track_clicks)
-  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15)
+    audience_filter, track_opens, track_clicks, ab_test)
+  values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16::jsonb)
   returning ${CAMPAIGN_SELECT}`,
 );
 
@@ -203,7 +219,7 @@ export async function createCampaign(em: EntityManager, projectId: string, input
 const CAMPAIGN_UPDATE = statement(
   'campaign_update',
   `update campaigns set name = $5, description = $6, subject = $7, body = $8, template_id = $9, from_email = $10, from_name = $11, reply_to = $12,
-    audience_type = $13, segment_id = $14, audience_filter = $15::jsonb, track_opens = $16, track_clicks = $17, updated_at = now()
+    audience_type = $13, segment_id = $14, audience_filter = $15::jsonb, track_opens = $16, track_clicks = $17, ab_test = $18::jsonb, updated_at = now()
   where id = $1 and project_id = $2 and xmin = $3::xid and status = any($4::text[])
   returning ${CAMPAIGN_SELECT}`,
 );
@@ -333,9 +349,9 @@ export async function deleteCampaign(em: EntityManager, projectId: string, id: s
 const CAMPAIGN_DUPLICATE = statement(
   'campaign_duplicate',
   `insert into campaigns (id, project_id, name, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
-    audience_filter, track_opens, track_clicks)
+    audience_filter, track_opens, track_clicks, ab_test)
   select $3, project_id, left(name, $4) || $5, description, subject, body, template_id, from_email, from_name, reply_to, audience_type, segment_id,
-    audience_filter, track_opens, track_clicks
+    audience_filter, track_opens, track_clicks, ab_test
   from campaigns where id = $1 and project_id = $2
   returning ${CAMPAIGN_SELECT}`,
 );

@@ -65,6 +65,8 @@ export const Email = defineEntity({
     templateId: p.uuid().nullable(),
     /** The campaign this message belongs to; its body is rendered at send time and not stored (`html` is empty). */
     campaignId: p.uuid().nullable(),
+    /** An A/B-tested campaign's test share (0-based variant); null for its remainder and for every other email. */
+    variant: p.smallint().nullable(),
     firstOpenedAt: p.datetime().nullable(),
     firstClickedAt: p.datetime().nullable(),
     openCount: p.integer().default(0),

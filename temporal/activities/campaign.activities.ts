@@ -5,7 +5,8 @@ import { createRenderPool } from '../../domain/campaigns/render-pool';
 import { createSmtpPipelinePool } from '../../domain/mail/smtp-pipeline';
 import { BillingGuard } from '../../domain/billing/billing.service';
 import { suppressCampaignRecipients } from '../../domain/campaigns/campaign-suppression';
-import { beginCampaignSend, campaignSendRate, sendCampaignPartition, settleCampaign, type BeginResult, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
+import { abWaitState, recordAbDecision } from '../../domain/campaigns/campaign-ab';
+import { beginCampaignSend, campaignSendRate, sendCampaignPartition, settleCampaign, type BeginResult, type BegunAbTest, type FinishInput, type FinishResult, type PartitionInput, type PartitionResult } from '../../domain/campaigns/campaign-send';
 
 /** How long one partition call sends before it returns to the workflow (a round: a few history events). */
 const ROUND_MS = 60_000;
@@ -21,7 +22,7 @@ export function createCampaignActivities(deps: ActivityDeps) {
      */
     async beginCampaignSend(
       input: { campaignId: string },
-    ): Promise<Exclude<BeginResult, { state: 'started' }> | { state: 'started'; audience: number; partitions: number; retryDelaysMs: number[]; throttled: boolean }> {
+    ): Promise<Exclude<BeginResult, { state: 'started' }> | { state: 'started'; audience: number; ab?: BegunAbTest; partitions: number; retryDelaysMs: number[]; throttled: boolean }> {
       const em = deps.orm.em.fork();
       const begun = await beginCampaignSend(em, input.campaignId, new Date(), new BillingGuard(deps.config.billing));
       if (begun.state !== 'started') return begun;
@@ -47,6 +48,16 @@ export function createCampaignActivities(deps: ActivityDeps) {
           budgetMs: ROUND_MS,
         },
       );
+    },
+
+    /** An A/B-tested campaign's run, waiting for its decision, reads the status, a person's pick and a decision made. */
+    async abWaitState(input: { campaignId: string }) {
+      return abWaitState(deps.orm.em.fork(), input.campaignId);
+    },
+
+    /** Decides and records the winner of an A/B test (once; a retry gets the recorded decision). */
+    async decideCampaignWinner(input: { campaignId: string }) {
+      return recordAbDecision(deps.orm.em.fork(), input.campaignId);
     },
 
     /** Settles the rows left QUEUED and the campaign's final status. Idempotent. */

@@ -10,11 +10,12 @@ import {
   proxyActivities,
   setHandler,
   sleep,
+  upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import type { CampaignActivities } from '../activities/campaign.activities';
-import { campaignShareQueue, campaignWakeSignal } from '../definitions';
+import { campaignAbQuery, campaignShareQueue, campaignWakeSignal, type CampaignAbProgress } from '../definitions';
 
 interface CampaignSendInput {
   projectId: string;
@@ -43,6 +44,17 @@ interface SendingState {
    * task queue, with no per-worker limit. Unset in runs begun before it existed.
    */
   throttled?: boolean;
+  /** An A/B-tested campaign (absent otherwise, and in every run recorded before variants existed). */
+  ab?: AbState;
+}
+
+interface AbState {
+  variants: number;
+  testDurationSeconds: number;
+  afterTest: 'auto' | 'manual';
+  /** test: the shares are variant x partition (variant-major); remainder: the partitions, sending `winner`. */
+  phase: 'test' | 'remainder';
+  winner?: number;
 }
 
 interface CampaignSendResult {
@@ -55,7 +67,7 @@ interface CampaignSendResult {
   settled: number;
 }
 
-const { beginCampaignSend, finishCampaignSend } = proxyActivities<CampaignActivities>({
+const { beginCampaignSend, finishCampaignSend, abWaitState, decideCampaignWinner } = proxyActivities<CampaignActivities>({
   startToCloseTimeout: '10 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
@@ -109,6 +121,47 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
     await condition(() => wakes > seen, timeout);
   };
 
+  let progress: CampaignAbProgress | null = null;
+  setHandler(campaignAbQuery, () => progress);
+
+  // Sends every open share, round after round, with retry passes; continues as new when the history grows. Returns
+  // the run's result when the send stopped for good (cancelled, failed), null when every share is done.
+  const sendShares = async (state: SendingState): Promise<CampaignSendResult | null> => {
+    for (let round = 0; ; round++) {
+      const open = state.done.flatMap((d, i) => (d ? [] : [i]));
+      if (open.length === 0) {
+        if (state.retry === 0 || state.pass > state.retryDelaysMs.length) return null;
+        await sleep(state.retryDelaysMs[state.pass - 1]!);
+        Object.assign(state, { pass: state.pass + 1, retry: 0, cursors: state.cursors.map(() => null), done: state.done.map(() => false) });
+        continue;
+      }
+      const seen = wakes;
+      const results = await sendRound(state.throttled === true, (send) => open.map((share) => send(shareCall(campaignId, state, share))));
+      const stopped = results.find((r) => r.stopped)?.stopped;
+      results.forEach((r, i) => {
+        const share = open[i]!;
+        state.cursors[share] = r.cursor;
+        state.done[share] = r.done;
+        state.retry += r.retry;
+        state.totals.sent += r.sent;
+        state.totals.skipped += r.skipped;
+        state.totals.rejected += r.rejected;
+      });
+      if (stopped === 'PAUSED') {
+        await waitForWake(seen, RECHECK);
+      } else if (stopped) {
+        return finish(state, stopped === 'CANCELLED' ? 'cancelled' : 'failed');
+      }
+      if (round + 1 >= ROUNDS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+        await continueAsNew<typeof campaignSend>({ ...input, sending: state });
+      }
+    }
+  };
+  const finish = async (state: SendingState, outcome: 'completed' | 'cancelled' | 'failed', reason?: string): Promise<CampaignSendResult> => {
+    const finished = await finishCampaignSend({ campaignId, outcome, ...(reason ? { reason } : {}) });
+    return { ...state.totals, audience: state.audience, status: finished.status, settled: finished.settled };
+  };
+
   try {
     let state = input.sending;
     if (!state) {
@@ -126,55 +179,48 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
           continue;
         }
         if (begun.state === 'ended') return { status: begun.status, audience: 0, sent: 0, skipped: 0, rejected: 0, settled: 0 };
+        // An A/B test sends each variant's share first: one share per variant and partition.
+        const shares = begun.ab ? begun.ab.variants * begun.partitions : begun.partitions;
         state = {
           audience: begun.audience,
           partitions: begun.partitions,
-          cursors: Array.from({ length: begun.partitions }, () => null),
-          done: Array.from({ length: begun.partitions }, () => false),
+          cursors: Array.from({ length: shares }, () => null),
+          done: Array.from({ length: shares }, () => false),
           pass: 1,
           retry: 0,
           retryDelaysMs: begun.retryDelaysMs,
           totals: { sent: 0, skipped: 0, rejected: 0 },
           ...(begun.throttled ? { throttled: true } : {}),
+          ...(begun.ab ? { ab: { ...begun.ab, phase: 'test' as const } } : {}),
         };
         break;
       }
     }
+    const ab = state.ab;
+    if (ab) progress = { phase: ab.phase, variants: ab.variants, testEndsAt: null, winner: ab.winner ?? null, note: null };
 
-    for (let round = 0; ; round++) {
-      const open = state.done.flatMap((d, i) => (d ? [] : [i]));
-      if (open.length === 0) {
-        if (state.retry === 0 || state.pass > state.retryDelaysMs.length) break;
-        await sleep(state.retryDelaysMs[state.pass - 1]!);
-        state = { ...state, pass: state.pass + 1, retry: 0, cursors: state.cursors.map(() => null), done: state.done.map(() => false) };
-        continue;
-      }
-      const seen = wakes;
-      const results = await sendRound(state.throttled === true, (send) =>
-        open.map((partition) => send({ campaignId, partition, partitions: state!.partitions, cursor: state!.cursors[partition]!, pass: state!.pass })),
-      );
-      const stopped = results.find((r) => r.stopped)?.stopped;
-      results.forEach((r, i) => {
-        const partition = open[i]!;
-        state!.cursors[partition] = r.cursor;
-        state!.done[partition] = r.done;
-        state!.retry += r.retry;
-        state!.totals.sent += r.sent;
-        state!.totals.skipped += r.skipped;
-        state!.totals.rejected += r.rejected;
+    const stoppedEarly = await sendShares(state);
+    if (stoppedEarly) return stoppedEarly;
+    if (ab?.phase === 'test') {
+      const waited = await waitForDecision(state, ab);
+      if (waited) return waited;
+      const decided = await decideCampaignWinner({ campaignId });
+      if ('senderProblem' in decided) return await finish(state, 'failed', decided.senderProblem);
+      const { decision } = decided;
+      ab.phase = 'remainder';
+      ab.winner = decision.winner;
+      progress = { phase: 'remainder', variants: ab.variants, testEndsAt: progress?.testEndsAt ?? null, winner: decision.winner, note: decision.note };
+      upsertMemo({ abWinner: decision.winnerLabel, abDecidedBy: decision.decidedBy, abNote: decision.note });
+      Object.assign(state, {
+        pass: 1,
+        retry: 0,
+        cursors: Array.from({ length: state.partitions }, () => null),
+        done: Array.from({ length: state.partitions }, () => false),
       });
-      if (stopped === 'PAUSED') {
-        await waitForWake(seen, RECHECK);
-      } else if (stopped) {
-        const finished = await finishCampaignSend({ campaignId, outcome: stopped === 'CANCELLED' ? 'cancelled' : 'failed' });
-        return { ...state.totals, audience: state.audience, status: finished.status, settled: finished.settled };
-      }
-      if (round + 1 >= ROUNDS_PER_RUN || workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof campaignSend>({ ...input, sending: state });
-      }
+      const stoppedLate = await sendShares(state);
+      if (stoppedLate) return stoppedLate;
     }
-    const finished = await finishCampaignSend({ campaignId, outcome: 'completed' });
-    return { ...state.totals, audience: state.audience, status: finished.status, settled: finished.settled };
+    return await finish(state, 'completed');
   } catch (err) {
     if (isCancellation(err)) {
       await CancellationScope.nonCancellable(() => finishCampaignSend({ campaignId, outcome: 'cancelled' }));
@@ -187,6 +233,34 @@ export async function campaignSend(input: CampaignSendInput): Promise<CampaignSe
     await CancellationScope.nonCancellable(() => finishCampaignSend({ campaignId, outcome: 'failed', reason: `The send failed: ${reason}` }));
     throw ApplicationFailure.create({ nonRetryable: true, type: 'CampaignSendFailed', message: reason });
   }
+
+  /**
+   * The test's wait, a durable timer: it ends when the test duration has passed (auto), or at a person's pick (either
+   * mode). A pause holds it (a paused campaign decides nothing; once resumed after the end it decides at once); a
+   * cancel ends the run. Every wake-up (API change) re-reads the campaign. Returns the run's result if it ended.
+   */
+  async function waitForDecision(state: SendingState, ab: AbState): Promise<CampaignSendResult | null> {
+    const endsAt = Date.now() + ab.testDurationSeconds * 1000;
+    progress = { phase: 'waiting', variants: ab.variants, testEndsAt: new Date(endsAt).toISOString(), winner: null, note: null };
+    upsertMemo({ abTestEndsAt: progress.testEndsAt });
+    for (;;) {
+      const seen = wakes;
+      const now = await abWaitState({ campaignId });
+      if (now.status !== 'SENDING' && now.status !== 'PAUSED') return finish(state, 'cancelled');
+      if (now.pick !== null || now.decided) return null;
+      const timed = now.status === 'SENDING' && ab.afterTest === 'auto';
+      if (timed && Date.now() >= endsAt) return null;
+      await waitForWake(seen, timed ? endsAt - Date.now() : RECHECK);
+    }
+  }
+}
+
+/** The activity call of share `share`: a partition of the campaign, or of a variant's test share, or of the remainder. */
+function shareCall(campaignId: string, state: SendingState, share: number) {
+  const base = { campaignId, partition: share, partitions: state.partitions, cursor: state.cursors[share]!, pass: state.pass };
+  if (!state.ab) return base;
+  if (state.ab.phase === 'test') return { ...base, partition: share % state.partitions, variant: Math.floor(share / state.partitions) };
+  return { ...base, variant: state.ab.winner!, remainder: true };
 }
 
 /** Every call's result once all have ended; the first failure (in call order) once all have ended, if any failed. */

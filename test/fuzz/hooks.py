@@ -75,6 +75,12 @@ REFUSED_BY_DESIGN: dict[tuple[str, int, str, frozenset[str] | None], str] = {
         "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
     ("PATCH /campaigns/{id}", 422, "VALIDATION_ERROR", frozenset(FILTER_SEMANTICS)):
         "filter semantics beyond its shape (operator per field, value per operator, depth, total count)",
+    # A/B tests (README: A/B-tested campaigns): a pick needs a campaign with that many variants, and a send needs an
+    # audience large enough for the test shares, both server state.
+    ("POST /campaigns/{id}/winner", 422, "VALIDATION_ERROR", frozenset({"no_variants", "not_found"})):
+        "the campaign has no A/B test, or not the variant picked (server state)",
+    ("POST /campaigns/{id}/send", 422, "VALIDATION_ERROR", frozenset({"audience_too_small"})):
+        "the audience is too small for the A/B test's shares (server state: the contacts)",
     # Workflows: the trigger filter and CONDITION filters are the filter language (semantics beyond the shape, as above);
     # enabling, an entry step, a manual start and transitions depend on the stored graph; a step's config must fit the
     # step's type, and a splice needs a step with one successor (server state).

@@ -44,3 +44,11 @@ export async function addVerifiedDomain(projectId: string, name: string): Promis
 export function uniqueDomain(): string {
   return `${randomUUID().slice(0, 8)}.example.test`;
 }
+
+/** A new project with a verified sender domain of its own. */
+export async function projectWithVerifiedDomain(): Promise<{ project: TestProject; domain: string }> {
+  const project = await createTestProject();
+  const domain = uniqueDomain();
+  await addVerifiedDomain(project.projectId, domain);
+  return { project, domain };
+}

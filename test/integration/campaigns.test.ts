@@ -105,6 +105,8 @@ describe('POST /campaigns', () => {
       startedAt: null,
       finishedAt: null,
       statusReason: null,
+      abTest: null,
+      abDecision: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -83,6 +83,7 @@ describe('request transactions', () => {
         'POST /campaigns/:id/resume',
         'POST /campaigns/:id/cancel',
         'POST /campaigns/:id/test',
+        'POST /campaigns/:id/winner',
         'POST /workflows/:id/executions',
         'POST /workflows/:id/executions/cancel-all',
         'DELETE /workflows/:id/executions/:executionId',

@@ -4,6 +4,7 @@
 select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data::text as data, (select s.reason from suppressions s where s.project_id = e.project_id and s.email = c.email) as suppressed
 from emails e left join contacts c on c.id = e.contact_id
 where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
+  and coalesce(e.variant, -1) = $6
 order by e.contact_id limit $5;
 
 -- campaign_head
