@@ -17,7 +17,7 @@ const GroupCounts = {
   unsubscribes: count('Recipients who unsubscribed through this mail.'),
 };
 
-const AbStatsSchema = z
+export const AbStatsSchema = z
   .object({
     metric: z.enum(AB_METRICS),
     afterTest: z.enum(AB_AFTER_TEST),
@@ -32,7 +32,7 @@ const AbStatsSchema = z
   })
   .meta({ id: 'CampaignAbStats', description: "An A/B test's groups and how its winner was chosen (README, A/B-tested campaigns)." });
 
-function presentAbStats(ab: AbStatsView): z.infer<typeof AbStatsSchema> {
+export function presentAbStats(ab: AbStatsView): z.infer<typeof AbStatsSchema> {
   const group = ({ recipients, sent, opens, clicks, bounces, unsubscribes }: AbStatsView['finalSend']) => ({ recipients, sent, opens, clicks, bounces, unsubscribes });
   return {
     metric: ab.metric,

@@ -22,11 +22,12 @@ export const CAMPAIGN_RANKINGS = {
 } as const;
 export type CampaignRanking = keyof typeof CAMPAIGN_RANKINGS;
 
-export type CampaignBreakdown = CampaignStatsView & { name: string; status: string; startedAt: Date | null };
+/** `abTested`: the campaign has variants (its groups are counted apart, getCampaignAbStats). */
+export type CampaignBreakdown = CampaignStatsView & { name: string; status: string; startedAt: Date | null; abTested: boolean };
 
-type Row = CampaignCounters & { campaignId: string; name: string; status: string; startedAt: Date | null; updatedAt: Date | null };
+type Row = CampaignCounters & { campaignId: string; name: string; status: string; startedAt: Date | null; updatedAt: Date | null; abTested: boolean };
 
-const COLUMNS = `c.id as "campaignId", c.name, c.status, c.started_at as "startedAt",
+const COLUMNS = `c.id as "campaignId", c.name, c.status, c.started_at as "startedAt", c.ab_test is not null as "abTested",
   s.audience, s.sent, s.delivered, s.opened_unique as "openedUnique", s.opened_total as "openedTotal", s.clicked_unique as "clickedUnique",
   s.clicked_total as "clickedTotal", s.bounced, s.complained, s.unsubscribed, s.failed, s.skipped, s.updated_at as "updatedAt"`;
 

@@ -152,6 +152,13 @@ describe('A/B-tested campaign', () => {
       finalSend: { winner: 1, recipients: 14, sent: 14, opens: 0, clicks: 0 },
       decision: { winner: 1 },
     });
+    // Analytics: the per-campaign breakdown and the ranking carry the same groups for an A/B campaign.
+    for (const path of ['/analytics/campaign-stats?limit=100', '/analytics/top-campaigns?by=sent&limit=100']) {
+      const listed = await call('GET', path);
+      expect(listed.status).toBe(200);
+      const row = listed.body.data.find((c: { campaignId: string }) => c.campaignId === id);
+      expect(row).toMatchObject({ sent: 20, abTest: { variants: stats.body.abTest.variants, finalSend: stats.body.abTest.finalSend, decision: { winner: 1 } } });
+    }
   }, 150_000);
 
   test("manual: the remainder waits for a person's pick; a contact who unsubscribed during the wait gets nothing", async () => {
