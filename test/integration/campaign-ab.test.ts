@@ -245,6 +245,18 @@ describe('A/B-tested campaign', () => {
     expect(failed.statusReason).toMatch(/too small for 2 test shares of 3 recipients/);
     expect((await db().query('select 1 from emails where campaign_id = $1', [id])).rowCount).toBe(0);
 
+    // Counted as the split counts: 7 contacts are enough for two shares of 3 and a remainder, but not once one of
+    // them is suppressed (the snapshot leaves suppressed addresses out).
+    const seven = await audience(7);
+    const tight = await createAb(seven.filter, { variants: [{}, { subject: 'B' }], testShare: { count: 3 }, metric: 'unique_opens', testDurationSeconds: 60, afterTest: 'auto' });
+    expect((await call('POST', '/suppressions', { emails: [seven.emails[0]] })).status).toBe(200);
+    const refused = await call('POST', `/campaigns/${tight}/send`);
+    expect(refused.status).toBe(422);
+    expect(refused.body.error.errors).toEqual([expect.objectContaining({ field: 'abTest.testShare', code: 'audience_too_small' })]);
+    expect((await call('DELETE', `/suppressions/${encodeURIComponent(seven.emails[0]!)}`)).status).toBeLessThan(300);
+    expect((await call('POST', `/campaigns/${tight}/send`)).status).toBe(200);
+    await call('POST', `/campaigns/${tight}/cancel`);
+
     const plain = await call('POST', '/campaigns', { name: 'Plain', subject: 'S', body: BODY, from: `news@${domain}`, audienceType: 'ALL' });
     expect(plain.body.abTest).toBeNull();
     const pick = await call('POST', `/campaigns/${plain.body.id}/winner`, { variant: 0 });
