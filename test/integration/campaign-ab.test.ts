@@ -184,6 +184,7 @@ describe('A/B-tested campaign', () => {
     expect((await call('POST', `/campaigns/${id}/winner`, { variant: 5 })).status).toBe(422);
     const pick = await call('POST', `/campaigns/${id}/winner`, { variant: 2 });
     expect(pick.status).toBe(200);
+    expect(pick.body.abPick).toBe(2);
     const done = await waitForStatus(id, 'SENT');
     expect(done.abDecision).toMatchObject({ winner: 2, winnerLabel: 'C', decidedBy: 'manual' });
     expect(await counts(rest)).toEqual([0, 1, 1, 1]);

@@ -106,6 +106,7 @@ describe('POST /campaigns', () => {
       finishedAt: null,
       statusReason: null,
       abTest: null,
+      abPick: null,
       abDecision: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
