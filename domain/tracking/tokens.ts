@@ -41,10 +41,9 @@ const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
 const BLOCK_BYTES = 64;
 
 export class LinkTokens {
-  /** The key XOR ipad and XOR opad (RFC 2104), each a block, computed once. */
+  /** The key XOR ipad (RFC 2104), a block, computed once. */
   private readonly innerPad: Buffer;
-  private readonly outerPad: Buffer;
-  /** The outer pad followed by the inner hash: the second hash's input, rewritten in place by each sign (synchronous). */
+  /** The key XOR opad, then room for the inner hash: the second hash's input, rewritten in place by each MAC (synchronous). */
   private readonly outerBlock: Buffer;
   private lastId = '';
   private lastIdBytes: Buffer = Buffer.alloc(ID_BYTES);
@@ -53,12 +52,11 @@ export class LinkTokens {
     if (!appSecret) throw new Error('LinkTokens needs a secret');
     const key = Buffer.from(hkdfSync('sha256', Buffer.from(appSecret, 'utf8'), Buffer.alloc(0), KEY_LABEL, 32));
     this.innerPad = Buffer.alloc(BLOCK_BYTES, 0x36);
-    this.outerPad = Buffer.alloc(BLOCK_BYTES, 0x5c);
+    this.outerBlock = Buffer.alloc(BLOCK_BYTES + 32, 0x5c);
     for (let i = 0; i < key.length; i++) {
       this.innerPad[i]! ^= key[i]!;
-      this.outerPad[i]! ^= key[i]!;
+      this.outerBlock[i]! ^= key[i]!;
     }
-    this.outerBlock = Buffer.concat([this.outerPad, Buffer.alloc(32)]);
   }
 
   sign(payload: TokenPayload): string {
@@ -75,8 +73,7 @@ export class LinkTokens {
     if (payload.kind === 'click') buf.write(payload.url, rest, 'utf8');
     else if (tail) this.idBytes((payload as { emailId: string }).emailId).copy(buf, rest);
     const macAt = BLOCK_BYTES + bodyLength;
-    this.outerBlock.set(hash('sha256', buf.subarray(0, macAt), 'buffer'), BLOCK_BYTES);
-    hash('sha256', this.outerBlock, 'buffer').copy(buf, macAt, 0, MAC_BYTES);
+    this.macOfPadded(buf.subarray(0, macAt)).copy(buf, macAt);
     return buf.toString('base64url', BLOCK_BYTES);
   }
 
@@ -117,8 +114,13 @@ export class LinkTokens {
    * a dozen: its links, the open pixel, the contact's links). The same bytes as createHmac (unit test).
    */
   private mac(body: Buffer): Buffer {
-    const inner = hash('sha256', Buffer.concat([this.innerPad, body]), 'buffer');
-    return hash('sha256', Buffer.concat([this.outerPad, inner]), 'buffer').subarray(0, MAC_BYTES);
+    return this.macOfPadded(Buffer.concat([this.innerPad, body]));
+  }
+
+  /** The MAC of a body given as the inner pad followed by it (sign builds it that way in the token's own buffer). */
+  private macOfPadded(padded: Buffer): Buffer {
+    this.outerBlock.set(hash('sha256', padded, 'buffer'), BLOCK_BYTES);
+    return hash('sha256', this.outerBlock, 'buffer').subarray(0, MAC_BYTES);
   }
 }
 
