@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { andFilters, compileFilter, fixedFilter, parseFilter, type CompiledFilter } from '../filters';
 import { sql } from '../db/sql';
 import { validationError } from '../errors';
+import { suppressedReasonSql } from '../suppressions/suppression.repository';
 import type { CampaignRow } from './campaign.entity';
 
 type AudienceSpec = Pick<CampaignRow, 'projectId' | 'audienceType' | 'segmentId' | 'audienceFilter'>;
@@ -39,9 +40,13 @@ async function narrowing(em: EntityManager, c: AudienceSpec): Promise<CompiledFi
   return compileFilter(parsed.filter, { projectId: c.projectId, alias: 'c' });
 }
 
-/** How many contacts the campaign would reach if it were sent now. */
-export async function countAudience(em: EntityManager, c: AudienceSpec): Promise<number> {
+/**
+ * How many contacts the campaign would reach if it were sent now. `withoutSuppressed`: only those whose address is not
+ * suppressed, the rows an A/B test's split deals from once the snapshot is taken.
+ */
+export async function countAudience(em: EntityManager, c: AudienceSpec, opts: { withoutSuppressed?: boolean } = {}): Promise<number> {
   const where = await audienceWhere(em, c);
-  const [row] = await sql(em).query<{ n: string }>(`select count(*) as n from contacts c where ${where.at(1)}`, where.params);
+  const unsuppressed = opts.withoutSuppressed ? ` and ${suppressedReasonSql('c.project_id', 'c.email')} is null` : '';
+  const [row] = await sql(em).query<{ n: string }>(`select count(*) as n from contacts c where ${where.at(1)}${unsuppressed}`, where.params);
   return Number(row!.n);
 }

@@ -9,7 +9,6 @@ import { shareProblem, type AbTest } from './ab-test';
 import { audienceWhere, countAudience } from './audience';
 import type { BillingGuard } from '../billing/billing.service';
 import { assertNotSuspended } from '../reputation/suspension';
-import { suppressedReasonSql } from '../suppressions/suppression.repository';
 import { CAMPAIGN_SELECT, type CampaignRow, type CampaignStatus } from './campaign.entity';
 
 /**
@@ -112,19 +111,9 @@ async function assertSendable(em: EntityManager, c: CampaignRow): Promise<void> 
     for (const v of test.variants) await resolveCampaignMessage(em, variantCampaign(c, v));
     // The audience as it is now, counted as the split counts the snapshot (suppressed addresses left out); the split
     // counts again when the snapshot is taken (a scheduled send that shrank below the shares FAILs then).
-    const problem = shareProblem(test, await countSendableAudience(em, c));
+    const problem = shareProblem(test, await countAudience(em, c, { withoutSuppressed: true }));
     if (problem) throw validationError([problem]);
   }
-}
-
-/** The audience without its suppressed addresses: the rows the split deals from. */
-async function countSendableAudience(em: EntityManager, c: CampaignRow): Promise<number> {
-  const where = await audienceWhere(em, c);
-  const [row] = await sql(em).query<{ n: number }>(
-    `select count(*)::int as n from contacts c where ${where.at(1)} and ${suppressedReasonSql('c.project_id', 'c.email')} is null`,
-    where.params,
-  );
-  return row!.n;
 }
 
 const CAMPAIGN_STATS_INIT = statement('campaign_stats_init', 'insert into campaign_stats (campaign_id) values ($1) on conflict do nothing');
