@@ -7,7 +7,7 @@ import { timeseries, topEvents } from '../../domain/analytics/timeseries';
 import { Limit } from '../contacts/schema';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AbStatsSchema, CampaignStatsSchema, presentAbStats, presentCampaignStats } from '../presenters/campaign-stats.presenter';
-import { getCampaignAbStats } from '../../domain/campaigns/campaign-ab';
+import { abStatsOf } from '../../domain/campaigns/campaign-ab';
 import { CAMPAIGN_RANKINGS, campaignBreakdown, topCampaigns, type CampaignBreakdown, type CampaignRanking } from '../../domain/analytics/campaign-analytics';
 import { ANALYTICS_METRICS } from '../../domain/analytics/analytics-consumer';
 
@@ -107,10 +107,10 @@ export function analyticsRoutes(routes: Routes, _deps: ApiDeps): void {
     }),
   }).meta({ id: 'CampaignBreakdown' });
   /** Each campaign's figures; an A/B-tested one also its groups (one count of its emails each, so only for those). */
-  const present = async (em: EntityManager, projectId: string, campaigns: CampaignBreakdown[]) => {
+  const present = async (em: EntityManager, campaigns: CampaignBreakdown[]) => {
     const out = [];
     for (const c of campaigns) {
-      const ab = c.abTested ? await getCampaignAbStats(em, projectId, c.campaignId) : null;
+      const ab = await abStatsOf(em, { id: c.campaignId, abTest: c.abTest, abDecision: c.abDecision });
       out.push({ ...presentCampaignStats(c), name: c.name, status: c.status, startedAt: c.startedAt?.toISOString() ?? null, ...(ab ? { abTest: presentAbStats(ab) } : {}) });
     }
     return out;
@@ -137,7 +137,7 @@ export function analyticsRoutes(routes: Routes, _deps: ApiDeps): void {
       minSent: z.coerce.number().int().min(0).max(1_000_000_000).default(1),
     }),
     responses: { 200: { description: 'Campaigns, highest first', schema: z.object({ data: z.array(Breakdown) }).meta({ id: 'TopCampaigns' }) }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, query, principal }) => ({ body: { data: await present(ctx.state.em, principal.projectId, await topCampaigns(ctx.state.em, principal.projectId, query)) } }),
+    handler: async ({ ctx, query, principal }) => ({ body: { data: await present(ctx.state.em, await topCampaigns(ctx.state.em, principal.projectId, query)) } }),
   });
 
   routes.add({
@@ -149,6 +149,6 @@ export function analyticsRoutes(routes: Routes, _deps: ApiDeps): void {
     auth: 'secret',
     query: z.object({ ...Range, limit: Limit.meta({ description: 'How many campaigns (1-100, default 20).' }) }),
     responses: { 200: { description: 'Campaigns', schema: z.object({ data: z.array(Breakdown) }).meta({ id: 'CampaignBreakdownList' }) }, ...errorResponses(401, 422) },
-    handler: async ({ ctx, query, principal }) => ({ body: { data: await present(ctx.state.em, principal.projectId, await campaignBreakdown(ctx.state.em, principal.projectId, query)) } }),
+    handler: async ({ ctx, query, principal }) => ({ body: { data: await present(ctx.state.em, await campaignBreakdown(ctx.state.em, principal.projectId, query)) } }),
   });
 }

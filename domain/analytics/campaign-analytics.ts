@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql';
 import { validationError } from '../errors';
+import type { CampaignRow } from '../campaigns/campaign.entity';
 import { campaignRates, type CampaignCounters, type CampaignStatsView } from '../campaigns/campaign-stats';
 
 /** What top-campaigns can rank by: a counter, or a rate (computed as campaignRates does, per message sent). */
@@ -22,12 +23,12 @@ export const CAMPAIGN_RANKINGS = {
 } as const;
 export type CampaignRanking = keyof typeof CAMPAIGN_RANKINGS;
 
-/** `abTested`: the campaign has variants (its groups are counted apart, getCampaignAbStats). */
-export type CampaignBreakdown = CampaignStatsView & { name: string; status: string; startedAt: Date | null; abTested: boolean };
+/** `abTest` and `abDecision`: the campaign's A/B test, null without variants (its groups are counted apart, abStatsOf). */
+export type CampaignBreakdown = CampaignStatsView & { name: string; status: string; startedAt: Date | null } & Pick<CampaignRow, 'abTest' | 'abDecision'>;
 
-type Row = CampaignCounters & { campaignId: string; name: string; status: string; startedAt: Date | null; updatedAt: Date | null; abTested: boolean };
+type Row = CampaignCounters & { campaignId: string; name: string; status: string; startedAt: Date | null; updatedAt: Date | null } & Pick<CampaignRow, 'abTest' | 'abDecision'>;
 
-const COLUMNS = `c.id as "campaignId", c.name, c.status, c.started_at as "startedAt", c.ab_test is not null as "abTested",
+const COLUMNS = `c.id as "campaignId", c.name, c.status, c.started_at as "startedAt", c.ab_test as "abTest", c.ab_decision as "abDecision",
   s.audience, s.sent, s.delivered, s.opened_unique as "openedUnique", s.opened_total as "openedTotal", s.clicked_unique as "clickedUnique",
   s.clicked_total as "clickedTotal", s.bounced, s.complained, s.unsubscribed, s.failed, s.skipped, s.updated_at as "updatedAt"`;
 

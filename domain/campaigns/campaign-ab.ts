@@ -131,7 +131,11 @@ export interface AbStatsView {
 }
 
 export async function getCampaignAbStats(em: EntityManager, projectId: string, id: string): Promise<AbStatsView | null> {
-  const c = await campaignRow(em, projectId, id);
+  return abStatsOf(em, await campaignRow(em, projectId, id));
+}
+
+/** The same of a campaign already read (analytics lists read their campaigns in one statement); null without variants. */
+export async function abStatsOf(em: EntityManager, c: Pick<CampaignRow, 'id' | 'abTest' | 'abDecision'>): Promise<AbStatsView | null> {
   if (!c.abTest) return null;
   const test = c.abTest as unknown as AbTest;
   const counts = await variantCounts(em, c.id, test.variants.length);
