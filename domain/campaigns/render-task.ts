@@ -1,7 +1,8 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
 import { isRenderTimeout } from '../rendering/render';
-import { buildMime, wireMessage } from '../mail/mime';
+import { buildMime, wireMessage, writeWireMessage } from '../mail/mime';
+import { WireWriter } from '../mail/wire-writer';
 import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
 
@@ -61,6 +62,12 @@ const prepared = new Map<string, Promise<PreparedMessage>>();
 // eslint-disable-next-line no-control-regex -- the 7-bit range is what it leaves out
 const NON_ASCII = /[^\x00-\x7f]/;
 
+/**
+ * The bytes of a batch are written here (wire-writer.ts), one message after another, then copied out once per batch.
+ * One per thread: a batch renders synchronously.
+ */
+let writer = new WireWriter();
+
 /** Renders a batch into one buffer (what a thread and the inline pool both do). */
 export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   let message = prepared.get(task.key);
@@ -71,15 +78,23 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
     message.catch(() => prepared.delete(task.key));
   }
   const ready = await message;
-  const raws: string[] = [];
-  const rendered = task.recipients.map((r): MessageHead | Unsent => {
+  // A batch of very large messages grew the buffer: start the next one small again.
+  if (writer.buf.length > 16 * 1024 * 1024) writer = new WireWriter();
+  writer.reset();
+  const eightBitRelay = task.eightBit === true;
+  const messages = task.recipients.map((r): PackedBatch['messages'][number] => {
     try {
       const data = typeof r.data === 'string' ? (JSON.parse(r.data) as Record<string, unknown>) : r.data;
       const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data, emailId: r.id });
-      const mime = buildMime(mimeMessageOf(email), { eightBit: task.eightBit });
-      const signed = task.dkim ? signMessage(mime, task.dkim) : mime;
-      raws.push(wireMessage(signed));
-      return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: { from: email.envelope.from, to: r.email }, eightBit: task.eightBit === true && NON_ASCII.test(signed) };
+      const start = writer.pos;
+      let eightBit: boolean;
+      if (task.dkim) {
+        // The signature covers the message as a string (dkim-sign.ts); it goes the string way.
+        const signed = signMessage(buildMime(mimeMessageOf(email), { eightBit: eightBitRelay }), task.dkim);
+        writer.raw(wireMessage(signed));
+        eightBit = NON_ASCII.test(signed);
+      } else eightBit = writeWireMessage(writer, mimeMessageOf(email), { eightBit: eightBitRelay }).eightBit;
+      return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: { from: email.envelope.from, to: r.email }, eightBit: eightBitRelay && eightBit, start, end: writer.pos };
     } catch (err) {
       if (isRenderTimeout(err)) return { id: r.id, retry: (err as Error).message };
       if (err instanceof AppError) return { id: r.id, invalid: err.message };
@@ -87,17 +102,8 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
     }
   });
   // Not from Buffer's shared pool: this memory is the batch's alone, so it can be transferred.
-  const bytes = Buffer.allocUnsafeSlow(raws.reduce((n, raw) => n + Buffer.byteLength(raw), 0));
-  let offset = 0;
-  let i = 0;
-  const messages = rendered.map((m) => {
-    if (!('subject' in m)) return m;
-    const start = offset;
-    offset += bytes.write(raws[i]!, start);
-    i++;
-    return { ...m, start, end: offset };
-  });
-  return { bytes: bytes.buffer, messages };
+  const bytes = writer.take();
+  return { bytes: bytes.buffer as ArrayBuffer, messages };
 }
 
 /** The messages of a batch, each with its own view of the batch's bytes. */

@@ -3,6 +3,7 @@ import { buildHeaderValue, foldLines } from 'nodemailer/lib/mime-funcs';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
 import * as base64 from 'nodemailer/lib/base64';
 import { randomHex } from '../ids';
+import type { WireWriter } from './wire-writer';
 
 interface MimeAddress {
   address: string;
@@ -213,17 +214,31 @@ function multipart(subtype: string, boundary: string, parts: string[]): string {
  * as a raw message (the delivery activity), or, signed and dot-stuffed, to a campaign's pipelined connections.
  * `eightBit`: the relay offers 8BITMIME, so non-ASCII text parts may go as UTF-8 octets instead of quoted-printable.
  */
-export function buildMime(msg: MimeMessage, opts: { eightBit?: boolean } = {}): string {
+export function buildMime(msg: MimeMessage, opts: MimeOptions = {}): string {
   const eightBit = opts.eightBit ?? false;
   const attachments = msg.attachments ?? [];
   const related = attachments.filter((a) => a.contentId);
   const mixed = attachments.filter((a) => !related.includes(a));
-  const boundary = `${BOUNDARY_MARK}${randomHex(12)}`;
+  const boundary = opts.boundary ?? newBoundary();
   let body = textPart('text/html', msg.html, eightBit);
   if (related.length) body = multipart('related; type="text/html"', `${boundary}_r`, [body, ...related.map(attachmentPart)]);
   if (msg.text) body = multipart('alternative', `${boundary}_a`, [textPart('text/plain', msg.text, eightBit), body]);
   if (mixed.length) body = multipart('mixed', `${boundary}_m`, [body, ...mixed.map(attachmentPart)]);
+  // `body` starts with its own Content-Type (and for a single part its encoding): those close the header block.
+  return `${headerBlock(msg)}\r\n${body}\r\n`;
+}
 
+export interface MimeOptions {
+  /** The relay offers 8BITMIME: non-ASCII text parts may go as UTF-8 octets. */
+  eightBit?: boolean;
+  /** @internal the multipart boundary (tests compare two builds); a random one by default */
+  boundary?: string;
+}
+
+const newBoundary = () => `${BOUNDARY_MARK}${randomHex(12)}`;
+
+/** The message's header lines (joined by CRLF, without the last line end), up to the body's own Content-Type. */
+function headerBlock(msg: MimeMessage): string {
   const headers = [sharedHeader('From', msg.from), toHeader(msg.to)];
   if (msg.replyTo) headers.push(sharedHeader('Reply-To', msg.replyTo));
   headers.push(subjectHeader(msg.subject), messageIdHeader(msg.messageId), dateHeader(msg.date ?? new Date()), 'MIME-Version: 1.0');
@@ -234,8 +249,56 @@ export function buildMime(msg: MimeMessage, opts: { eightBit?: boolean } = {}): 
     // nodemailer encodes any value with a long unbroken token. Printable ASCII goes as is, folded.
     headers.push(/^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLines(`${key}: ${value}`, 76) : header(key, value));
   }
-  // `body` starts with its own Content-Type (and for a single part its encoding): those close the header block.
-  return `${headers.join('\r\n')}\r\n${body}\r\n`;
+  return headers.join('\r\n');
+}
+
+// eslint-disable-next-line no-control-regex -- the 7-bit range is what it leaves out
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * The message buildMime makes, dot-stuffed with its terminating line as wireMessage makes it, written into `w` as
+ * UTF-8 bytes (wire-writer.ts): the same bytes, for a campaign's render threads, without the message's intermediate
+ * strings. Returns whether any of it went as 8-bit octets (MAIL FROM then says BODY=8BITMIME). Messages with
+ * attachments (never a campaign's) take the string path.
+ */
+export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOptions = {}): { eightBit: boolean } {
+  if (msg.attachments?.length) {
+    const raw = wireMessage(buildMime(msg, opts));
+    w.raw(raw);
+    return { eightBit: NON_ASCII.test(raw) };
+  }
+  const eightBit = opts.eightBit ?? false;
+  const headers = headerBlock(msg);
+  let used8bit = NON_ASCII.test(headers);
+  w.text(`${headers}\r\n`, true);
+  if (msg.text) {
+    const boundary = `${opts.boundary ?? newBoundary()}_a`;
+    w.text(`${foldLines(`Content-Type: multipart/alternative; boundary="${boundary}"`, 76)}\r\n\r\n--${boundary}\r\n`, false);
+    used8bit = writeTextPart(w, 'text/plain', msg.text, eightBit) || used8bit;
+    w.text(`\r\n--${boundary}\r\n`, false);
+    used8bit = writeTextPart(w, 'text/html', msg.html, eightBit) || used8bit;
+    w.text(`\r\n--${boundary}--\r\n`, false);
+  } else {
+    used8bit = writeTextPart(w, 'text/html', msg.html, eightBit) || used8bit;
+    w.text('\r\n', false);
+  }
+  w.raw('.\r\n');
+  return { eightBit: used8bit };
+}
+
+/** textPart's choice of encoding, from one scan of the text, and the part written with it; true when it went `8bit`. */
+function writeTextPart(w: WireWriter, contentType: 'text/plain' | 'text/html', content: string, eightBit: boolean): boolean {
+  w.load(content);
+  const scan = w.scan(content);
+  const boundaryFree = !content.includes(BOUNDARY_MARK);
+  // For ASCII text a line's octets are its characters (isSevenBit counts characters).
+  const sevenBit = scan.ascii && boundaryFree && !scan.overlong;
+  const asOctets = !sevenBit && eightBit && !scan.nul && boundaryFree && !scan.overlong;
+  const encoding = sevenBit ? '7bit' : asOctets ? '8bit' : 'quoted-printable';
+  w.text(`Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n`, false);
+  if (encoding === 'quoted-printable') w.quotedPrintable();
+  else w.plain(content);
+  return asOctets;
 }
 
 /** Dot-stuffs a message (RFC 5321 4.5.2) whose lines end in CRLF and ends it with the terminating `.` line. */

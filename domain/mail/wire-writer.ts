@@ -1,0 +1,227 @@
+/**
+ * A campaign message written straight to the bytes SMTP sends after DATA, in one pass per part.
+ *
+ * buildMime (mime.ts) makes the message as a string and wireMessage dot-stuffs it; a render thread then measured it
+ * and encoded it to UTF-8 into the batch's buffer. For a 9 KB message that was six passes over the text and as many
+ * strings of its size (line-end normalisation, the 7-bit checks, quoted-printable with its split into lines and soft
+ * breaks, the multipart join, dot-stuffing, the UTF-8 encoding): about a third of rendering a campaign message
+ * (BENCHMARKS.md › Issue 28). Here a part's text is scanned once for the encoding it needs and then written once, CRLF
+ * line ends, quoted-printable or UTF-8 octets and dot-stuffing together, into a buffer reused across a batch. The
+ * bytes are exactly those of `wireMessage(buildMime(...))` (a unit test compares them over a corpus and random texts).
+ */
+
+/** ASCII `=`, `.`, CR, LF, space, tab. */
+const EQ = 0x3d;
+const DOT = 0x2e;
+const CR = 0x0d;
+const LF = 0x0a;
+const SP = 0x20;
+const TAB = 0x09;
+// eslint-disable-next-line no-control-regex -- NUL and the 8-bit range are what it finds
+const NOT_SEVEN_BIT = /[^\x01-\x7f]/;
+const HEX_DIGITS = Buffer.from('0123456789ABCDEF', 'latin1');
+
+/** A growing byte buffer that messages are written into, one after another (reused across a batch). */
+export class WireWriter {
+  buf: Buffer;
+  pos = 0;
+  /** Quoted-printable lines are encoded here first, then copied with their soft breaks. */
+  private line: Buffer = Buffer.allocUnsafe(4096);
+
+  constructor(capacity = 256 * 1024) {
+    this.buf = Buffer.allocUnsafe(capacity);
+  }
+
+  /** Makes room for `n` more bytes. */
+  ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.pos + n) size *= 2;
+    const grown = Buffer.allocUnsafe(size);
+    this.buf.copy(grown, 0, 0, this.pos);
+    this.buf = grown;
+  }
+
+  /**
+   * Text that needs no line-end normalisation (headers, boundary lines: CRLF already, no bare CR or LF), as UTF-8,
+   * dot-stuffed. `lineStart`: the text starts a line (a `.` there is doubled too).
+   */
+  text(s: string, lineStart: boolean): void {
+    if ((lineStart && s.charCodeAt(0) === DOT) || s.includes('\n.')) {
+      s = s.replace(/\n\./g, '\n..');
+      if (lineStart && s.charCodeAt(0) === DOT) s = `.${s}`;
+    }
+    this.ensure(s.length * 3);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+  }
+
+  /** Text written as it is (UTF-8): what is already dot-stuffed, or the terminating `.` line. */
+  raw(s: string): void {
+    this.ensure(s.length * 3);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+  }
+
+  /**
+   * A text part's UTF-8 (a lone surrogate as U+FFFD, as Buffer writes it), put in `utf8` once: the checks (scanText)
+   * and the encoding below read these bytes, which a loop over a typed array reads several times faster than a
+   * string's characters.
+   */
+  private utf8: Buffer = Buffer.allocUnsafe(16 * 1024);
+  private utf8Length = 0;
+
+  /** Encodes a part's text to UTF-8 for `scan` and then `plain` or `quotedPrintable`. */
+  load(s: string): void {
+    if (this.utf8.length < s.length * 3) this.utf8 = Buffer.allocUnsafe(s.length * 3);
+    this.utf8Length = this.utf8.write(s, 0, 'utf8');
+  }
+
+  /**
+   * What the loaded text `s` allows (the checks of mime.ts' isSevenBit and isEightBitSafe): whether it is all ASCII
+   * without NUL, whether it has a NUL, and whether a line is over 998 octets, lines as CRLF normalisation makes them
+   * (for ASCII text octets are characters). Native searches where they do: a loop over the octets is several times
+   * slower on a 9 KB message.
+   */
+  scan(s: string): { ascii: boolean; nul: boolean; overlong: boolean } {
+    const ascii = !NOT_SEVEN_BIT.test(s);
+    const nul = !ascii && s.includes('\0');
+    const b = this.utf8;
+    const n = this.utf8Length;
+    if (n <= 998) return { ascii, nul, overlong: false };
+    let overlong = false;
+    if (!s.includes('\r')) {
+      // A view of the loaded octets only: beyond them lie an earlier text's.
+      const loaded = b.subarray(0, n);
+      for (let start = 0; ; ) {
+        const end = loaded.indexOf(LF, start);
+        if ((end < 0 ? n : end) - start > 998) overlong = true;
+        if (end < 0 || overlong) break;
+        start = end + 1;
+      }
+    } else {
+      let start = 0;
+      for (let i = 0; i < n && !overlong; i++) {
+        const c = b[i]!;
+        if (c !== LF && c !== CR) continue;
+        if (i - start > 998) overlong = true;
+        if (c === CR && i + 1 < n && b[i + 1] === LF) i++;
+        start = i + 1;
+      }
+      if (n - start > 998) overlong = true;
+    }
+    return { ascii, nul, overlong };
+  }
+
+  /** The loaded text `s` as it is, line ends made CRLF (CR LF, a lone CR and a lone LF each end a line), dot-stuffed. */
+  plain(s: string): void {
+    // The usual text: LF line ends and no line starting with a dot. Two native passes.
+    if (!s.includes('\r') && !s.includes('\n.') && s.charCodeAt(0) !== DOT) {
+      this.raw(s.replaceAll('\n', '\r\n'));
+      return;
+    }
+    const b = this.utf8;
+    const n = this.utf8Length;
+    // A lone CR or LF becomes two octets and a stuffed `.` two: never more than twice the input.
+    this.ensure(n * 2);
+    const out = this.buf;
+    let p = this.pos;
+    let atLineStart = true;
+    for (let i = 0; i < n; i++) {
+      const c = b[i]!;
+      if (c === LF || c === CR) {
+        if (c === CR && i + 1 < n && b[i + 1] === LF) i++;
+        out[p++] = CR;
+        out[p++] = LF;
+        atLineStart = true;
+        continue;
+      }
+      if (atLineStart) {
+        atLineStart = false;
+        if (c === DOT) out[p++] = DOT;
+      }
+      out[p++] = c;
+    }
+    this.pos = p;
+  }
+
+  /**
+   * The loaded text in quoted-printable (RFC 2045 6.7) as mime.ts' `quotedPrintable` writes it: line ends normalised
+   * to CRLF; tab, printable ASCII but `=` as they are, any other octet as `=XX`; a blank before a line end encoded;
+   * lines over 76 characters broken with soft breaks (75 characters and `=`) that never split an `=XX`; dot-stuffed.
+   */
+  quotedPrintable(): void {
+    const b = this.utf8;
+    const n = this.utf8Length;
+    let start = 0;
+    for (;;) {
+      let end = start;
+      while (end < n) {
+        const c = b[end]!;
+        if (c === LF || c === CR) break;
+        end++;
+      }
+      this.qpLine(start, end);
+      if (end >= n) return;
+      // CR LF, a lone CR or a lone LF: one line end.
+      start = b[end] === CR && end + 1 < n && b[end + 1] === LF ? end + 2 : end + 1;
+      this.ensure(2);
+      this.buf[this.pos++] = CR;
+      this.buf[this.pos++] = LF;
+    }
+  }
+
+  /** One line (octets `from` to `to` of the loaded text) encoded, then written with its soft breaks. */
+  private qpLine(from: number, to: number): void {
+    if (this.line.length < (to - from) * 3 + 3) this.line = Buffer.allocUnsafe((to - from) * 3 + 3);
+    const b = this.utf8;
+    const line = this.line;
+    let l = 0;
+    for (let i = from; i < to; i++) {
+      const c = b[i]!;
+      if ((c >= SP && c <= 0x7e && c !== EQ) || c === TAB) line[l++] = c;
+      else {
+        line[l] = EQ;
+        line[l + 1] = HEX_DIGITS[c >> 4]!;
+        line[l + 2] = HEX_DIGITS[c & 15]!;
+        l += 3;
+      }
+    }
+    // A blank before the line end is encoded (it would be taken for padding).
+    const last = l > 0 ? line[l - 1] : -1;
+    if (last === SP || last === TAB) {
+      line[l - 1] = EQ;
+      line[l++] = HEX_DIGITS[last >> 4]!;
+      line[l++] = HEX_DIGITS[last & 15]!;
+    }
+    // Soft breaks: each piece 75 characters (fewer where that would split an `=XX`) and `=`, until 76 or fewer remain.
+    this.ensure(l + Math.ceil(l / 73) * 4 + 1);
+    const out = this.buf;
+    let p = this.pos;
+    let at = 0;
+    while (l - at > 76) {
+      let cut = 75;
+      if (line[at + cut - 1] === EQ) cut -= 1;
+      else if (line[at + cut - 2] === EQ) cut -= 2;
+      if (line[at] === DOT) out[p++] = DOT;
+      line.copy(out, p, at, at + cut);
+      p += cut;
+      out[p++] = EQ;
+      out[p++] = CR;
+      out[p++] = LF;
+      at += cut;
+    }
+    if (at < l && line[at] === DOT) out[p++] = DOT;
+    line.copy(out, p, at, l);
+    this.pos = p + l - at;
+  }
+
+  /** The bytes written since `from`, copied into memory of their own (transferable: not from Buffer's pool). */
+  take(from = 0): Buffer {
+    const out = Buffer.allocUnsafeSlow(this.pos - from);
+    this.buf.copy(out, 0, from, this.pos);
+    return out;
+  }
+
+  reset(): void {
+    this.pos = 0;
+  }
+}

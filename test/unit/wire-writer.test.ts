@@ -1,0 +1,102 @@
+import { buildMime, wireMessage, writeWireMessage, type MimeMessage } from '../../domain/mail/mime';
+import { WireWriter } from '../../domain/mail/wire-writer';
+
+// The one-pass writer must give exactly the bytes of the string path (buildMime, then wireMessage, then UTF-8).
+
+const base: MimeMessage = {
+  messageId: '<0190a0a0-0000-7000-8000-000000000001@news.example.com>',
+  date: new Date('2026-11-27T10:00:00Z'),
+  from: { address: 'news@example.com', name: 'Example News' },
+  to: { address: 'reader@example.com' },
+  subject: 'The November issue',
+  html: '<p>Hello</p>',
+  text: 'Hello',
+  headers: { 'List-Unsubscribe': '<https://example.com/u/abc>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+};
+const BOUNDARY = '=_mw_0123456789abcdef01234567';
+
+function both(msg: MimeMessage, eightBit: boolean, w = new WireWriter(64)) {
+  const expected = Buffer.from(wireMessage(buildMime(msg, { eightBit, boundary: BOUNDARY })), 'utf8');
+  const start = w.pos;
+  const { eightBit: used } = writeWireMessage(w, msg, { eightBit, boundary: BOUNDARY });
+  return { expected, actual: w.buf.subarray(start, w.pos), used };
+}
+
+/** A seeded generator (mulberry32), so a failure names a case that can be run again. */
+function prng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PIECES = ['a', 'word ', ' ', '\t', '.', '..', '=', '==', '\r', '\n', '\r\n', '\n.', '\r\n.x', 'é', '€', '—', '😀', '\ud800', '\udc00', '\0', '\x0b', '\x7f', '=_mw_', 'x'.repeat(74), 'y'.repeat(80), 'z'.repeat(1000), '<a href="https://example.com/?a=1&amp;b=2">link</a>', 'é'.repeat(400)];
+
+function randomText(next: () => number): string {
+  let s = '';
+  const n = Math.floor(next() * 60);
+  for (let i = 0; i < n; i++) s += PIECES[Math.floor(next() * PIECES.length)];
+  return s;
+}
+
+describe('writeWireMessage', () => {
+  it('writes the bytes of wireMessage(buildMime(...)) for fixed cases', () => {
+    const cases: Partial<MimeMessage>[] = [
+      {},
+      { text: null },
+      { html: '.starts with a dot\n.and another\r\nline.\n', text: '.\n..\r\n.' },
+      { html: `<p>${'long '.repeat(300)}</p>`, text: `${'a'.repeat(998)}\n${'b'.repeat(999)}` },
+      { html: 'trailing blank \ntrailing tab\t\nend ', text: 'é ' },
+      { html: '=_mw_ looks like a boundary', text: 'NUL \0 here' },
+      { html: 'café — 😀 and a lone \ud800 surrogate', text: 'plain' },
+      { html: `${'é'.repeat(500)}\n${'é'.repeat(499)}`, text: '€'.repeat(333) },
+      { html: '\r\r\n\n\r', text: '\r' },
+      { replyTo: 'help@example.com', subject: 'Zoë’s news', to: { address: 'reader@example.com', name: 'Réader, "R"' } },
+    ];
+    for (const c of cases) {
+      for (const eightBit of [false, true]) {
+        const { expected, actual } = both({ ...base, ...c }, eightBit);
+        expect(actual.toString('latin1')).toBe(expected.toString('latin1'));
+      }
+    }
+  });
+
+  it('writes the same bytes for random texts (seeded), messages one after another in one buffer', () => {
+    const w = new WireWriter(16);
+    for (let seed = 1; seed <= 400; seed++) {
+      const next = prng(seed);
+      const msg = { ...base, html: randomText(next), text: next() < 0.2 ? null : randomText(next) };
+      const eightBit = next() < 0.5;
+      const { expected, actual, used } = both(msg, eightBit, w);
+      if (!actual.equals(expected)) throw new Error(`seed ${seed}: ${JSON.stringify(msg.html)} / ${JSON.stringify(msg.text)} (eightBit ${eightBit})`);
+      // BODY=8BITMIME exactly when some octet is over 127.
+      expect(used).toBe(expected.some((b) => b > 0x7f));
+    }
+  });
+
+  it('leaves a message with attachments to the string path, byte for byte', () => {
+    const msg = { ...base, attachments: [{ filename: 'a.txt', content: Buffer.from('hi'), disposition: 'attachment' as const }] };
+    const { expected, actual } = both(msg, false);
+    expect(actual.equals(expected)).toBe(true);
+  });
+});
+
+describe('WireWriter.scan', () => {
+  it('finds a line over 998 UTF-8 octets, lines as CRLF normalisation makes them', () => {
+    const scan = (text: string) => {
+      const w = new WireWriter();
+      w.load(text);
+      return w.scan(text);
+    };
+    expect(scan(`ab\r\n${'c'.repeat(998)}\rf\ng`)).toEqual({ ascii: true, nul: false, overlong: false });
+    expect(scan(`ab\r\n${'c'.repeat(999)}\rf\ng`)).toEqual({ ascii: true, nul: false, overlong: true });
+    expect(scan(`ab\n${'c'.repeat(999)}`)).toMatchObject({ overlong: true });
+    expect(scan(`${'c'.repeat(998)}\n${'c'.repeat(998)}`)).toMatchObject({ overlong: false });
+    // 2 + 4 + 3 octets: é, an emoji, a lone surrogate (U+FFFD).
+    expect(scan(`x\n${'é😀\ud800'.repeat(111)}`)).toEqual({ ascii: false, nul: false, overlong: true });
+    expect(scan(`x\r${'é😀\ud800'.repeat(110)}`)).toEqual({ ascii: false, nul: false, overlong: false });
+    expect(scan('a\0')).toMatchObject({ ascii: false, nul: true });
+  });
+});
