@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { QuoteType, Tokenizer as HtmlTokenizer } from 'htmlparser2';
 import { TokenKind, type TagToken } from 'liquidjs';
 import { liquidTokens } from '../rendering/render';
-import { clickUrl, escapeAttribute, openPixel, trackableUrl, type LinkConfig } from '../tracking/links';
+import { clickHref, openPixel, trackableUrl, type LinkConfig } from '../tracking/links';
 
 /**
  * Click and open tracking without tokenizing every recipient's HTML.
@@ -344,7 +344,7 @@ export function finishTracking(
     }
     if (!url) html += value;
     else {
-      const target = escapeAttribute(clickUrl(opts.emailId, url, cfg));
+      const target = clickHref(opts.emailId, url, cfg);
       html += slot.quote === QuoteType.Unquoted ? `"${target}"` : target;
     }
     pos = end + MARK.length + 1;

@@ -1,4 +1,4 @@
-import { LiquidError, RenderError, TokenKind, toValue, toValueSync, type Context, type Emitter, type Liquid, type Template } from 'liquidjs';
+import { AssignTag, CaptureTag, IfTag, isFalsy, isTruthy, LiquidError, RenderError, TokenKind, UnlessTag, toValue, toValueSync, type Context, type Emitter, type Liquid, type Template } from 'liquidjs';
 
 /**
  * Synchronous renderers for a parsed template's plain HTML and its simple outputs, installed on the parsed nodes.
@@ -69,24 +69,168 @@ function outputRenderer(output: OutputLike): ((ctx: Context, emitter: Emitter) =
   if (postfix.length !== 1) return null;
   const initial = tokenEvaluator(postfix[0]);
   if (!initial) return null;
-  const filters: { filter: FilterLike; args: (Evaluate | [string, Evaluate])[] }[] = [];
-  for (const filter of output.value.filters) {
+  const filters = filterSteps(output.value.filters);
+  if (!filters) return null;
+  return (ctx, emitter) => {
+    emitter.write(settle(toValue(applyFilters(filters, initial(ctx), ctx))));
+  };
+}
+
+interface ValueLike {
+  initial: { postfix: (TokenLike & { operator?: string })[] };
+  filters: FilterLike[];
+}
+
+/** liquidjs' operators (defaultOperators): `not` takes one operand, the others two. */
+const BINARY_OPERATORS = new Set(['==', '!=', '>', '<', '>=', '<=', 'contains', 'and', 'or']);
+
+/**
+ * A tag's value (an `if` condition, an `assign`'s right side) as liquidjs' `Value.value` computes it, or null when a
+ * token is not one this handles: the expression's postfix evaluated in order (operands as `evalToken`, each operator
+ * through the engine's own operator, whose generator is run to its value), then each filter's handler.
+ */
+function valueEvaluator(value: ValueLike): Evaluate | null {
+  const steps: (Evaluate | string)[] = [];
+  for (const token of value.initial.postfix) {
+    if (token.kind === TokenKind.Operator) {
+      const op = token.operator ?? '';
+      if (op !== 'not' && !BINARY_OPERATORS.has(op)) return null;
+      steps.push(op);
+      continue;
+    }
+    const operand = tokenEvaluator(token);
+    if (!operand) return null;
+    steps.push(operand);
+  }
+  if (steps.length === 0) return null;
+  const filters = filterSteps(value.filters);
+  if (!filters) return null;
+  const single = steps.length === 1 && typeof steps[0] === 'function' ? steps[0] : null;
+  return (ctx) => {
+    let result: unknown;
+    if (single) result = single(ctx);
+    else {
+      const operators = (ctx as unknown as { opts: { operators: Record<string, (...args: unknown[]) => unknown> } }).opts.operators;
+      const operands: unknown[] = [];
+      for (const step of steps) {
+        if (typeof step === 'function') {
+          operands.push(step(ctx));
+          continue;
+        }
+        const r = operands.pop();
+        operands.push(settle(step === 'not' ? operators[step]!(r, ctx) : operators[step]!(operands.pop(), r, ctx)));
+      }
+      result = operands[0];
+    }
+    return applyFilters(filters, result, ctx);
+  };
+}
+
+type FilterStep = { filter: FilterLike; args: (Evaluate | [string, Evaluate])[] };
+
+/** Each filter with its arguments' evaluators, or null when an argument is not a token this handles. */
+function filterSteps(list: FilterLike[]): FilterStep[] | null {
+  const steps: FilterStep[] = [];
+  for (const filter of list) {
     const args: (Evaluate | [string, Evaluate])[] = [];
     for (const arg of filter.args) {
       const value = tokenEvaluator(Array.isArray(arg) ? arg[1] : arg);
       if (!value) return null;
       args.push(Array.isArray(arg) ? [arg[0], value] : value);
     }
-    filters.push({ filter, args });
+    steps.push({ filter, args });
   }
-  return (ctx, emitter) => {
-    let value = initial(ctx);
-    for (const { filter, args } of filters) {
-      const argv = args.map((a) => (Array.isArray(a) ? [a[0], a[1](ctx)] : a(ctx)));
-      value = settle(filter.handler.apply({ context: ctx, token: filter.token, liquid: filter.liquid }, [value, ...argv]));
-    }
-    emitter.write(settle(toValue(value)));
-  };
+  return steps;
+}
+
+/** `Filter.render` of each in turn: the arguments evaluated, the handler called with liquidjs' `this`. */
+function applyFilters(steps: FilterStep[], value: unknown, ctx: Context): unknown {
+  for (const { filter, args } of steps) {
+    const argv = args.map((a) => (Array.isArray(a) ? [a[0], a[1](ctx)] : a(ctx)));
+    value = settle(filter.handler.apply({ context: ctx, token: filter.token, liquid: filter.liquid }, [value, ...argv]));
+  }
+  return value;
+}
+
+type Render = (ctx: Context, emitter: Emitter) => unknown;
+
+interface TagLike {
+  token: { kind: number };
+  liquid: { renderer: { renderTemplates: RenderTemplates } };
+  render: Render;
+  /** if, unless */
+  branches?: { value: ValueLike; templates: Template[]; test?: unknown }[];
+  elseTemplates?: Template[];
+  /** assign */
+  key?: string;
+  value?: ValueLike;
+  /** capture */
+  variable?: string;
+  templates?: Template[];
+}
+
+/** `instanceof` without narrowing (the tag is typed by the fields read here, not by liquidjs' classes). */
+const is = (value: unknown, type: abstract new (...args: never[]) => unknown): boolean => value instanceof type;
+
+const bottom = (ctx: Context) => (ctx as unknown as { bottom(): Record<string, unknown> }).bottom();
+
+/**
+ * Synchronous renders of the tags a campaign template repeats per recipient and per loop iteration: `if`, `unless`,
+ * `assign` and `capture`. Each takes liquidjs' steps in its order (IfTag, UnlessTag, AssignTag, CaptureTag) without
+ * a generator per render and per value. The tag's own values are evaluated first; if that throws, the tag is rendered
+ * by liquidjs instead (nothing was written yet), so an error reads as it always has. Null for any other tag, and for
+ * a value this does not handle.
+ */
+function tagRenderer(tag: TagLike, original: Render): Render | null {
+  const renderer = tag.liquid.renderer;
+  const isSync = (ctx: Context) => (ctx as unknown as { sync: boolean }).sync;
+  // The renderer's list render is liquidjs' generator outside synchronous renders (renderTemplatesSynchronously).
+  const renderList = (templates: Template[], ctx: Context, emitter?: Emitter) => settle(renderer.renderTemplates(templates, ctx, emitter));
+  if ((is(tag, IfTag) || is(tag, UnlessTag)) && tag.branches) {
+    // UnlessTag's first branch tests isFalsy, its elsif branches isTruthy; IfTag's every branch isTruthy.
+    const branches = tag.branches.map((b) => ({ test: valueEvaluator(b.value), falsy: b.test === isFalsy, templates: b.templates }));
+    if (branches.some((b) => !b.test) || (is(tag, UnlessTag) && tag.branches.some((b) => b.test !== isFalsy && b.test !== isTruthy))) return null;
+    const elseTemplates = tag.elseTemplates;
+    return function renderBranch(ctx, emitter) {
+      if (!isSync(ctx)) return original.call(tag, ctx, emitter);
+      let chosen: Template[] | undefined;
+      try {
+        for (const b of branches) {
+          const v = settle(toValue(b.test!(ctx)));
+          if (b.falsy ? isFalsy(v, ctx) : isTruthy(v, ctx)) {
+            chosen = b.templates;
+            break;
+          }
+        }
+      } catch {
+        return original.call(tag, ctx, emitter);
+      }
+      renderList(chosen ?? elseTemplates ?? [], ctx, emitter);
+    };
+  }
+  if (is(tag, AssignTag) && tag.key !== undefined && tag.value) {
+    const value = valueEvaluator(tag.value);
+    const key = tag.key;
+    if (!value) return null;
+    return function renderAssign(ctx, emitter) {
+      if (!isSync(ctx)) return original.call(tag, ctx, emitter);
+      let v: unknown;
+      try {
+        v = value(ctx);
+      } catch {
+        return original.call(tag, ctx, emitter);
+      }
+      bottom(ctx)[key] = v;
+    };
+  }
+  if (is(tag, CaptureTag) && tag.variable !== undefined && tag.templates) {
+    const { variable, templates } = tag;
+    return function renderCapture(ctx, emitter) {
+      if (!isSync(ctx)) return original.call(tag, ctx, emitter);
+      bottom(ctx)[variable] = renderList(templates, ctx);
+    };
+  }
+  return null;
 }
 
 /** Marks a node whose render is one of the synchronous ones above: it writes to the emitter and returns nothing. */
@@ -116,7 +260,12 @@ function accelerateOne(tpl: Template): void {
     }
     return;
   }
-  // Tags: the bodies of for, if, unless, case, capture, tablerow.
+  // Tags: if, unless, assign and capture render synchronously; the bodies of every block tag are accelerated.
+  if (kind === TokenKind.Tag) {
+    const tag = node as unknown as TagLike;
+    const fast = tagRenderer(tag, tag.render);
+    if (fast) tag.render = fast;
+  }
   accelerate(node.templates);
   accelerate(node.elseTemplates);
   for (const branch of node.branches ?? []) accelerate(branch.templates);

@@ -47,6 +47,14 @@ const TEMPLATES = [
   '{% for r in items %}{% capture t %}[{{ r.title | truncate: 6 }}]{% endcapture %}{{ t }}{% else %}empty{% endfor %}{% for ch in name %}{{ ch }}{% endfor %}{% for kv in map %}{{ kv[0] }}={{ kv[1] }} {% endfor %}',
   '{% tablerow r in items cols: 2 %}{{ r.title }}{% endtablerow %}{% for r in items %}{{ r.title | explode }}{{ name | explode }}{% endfor %}',
   '{% for i in (1..3) %}{% for j in (1..i) %}{{ j }}{% endfor %}{% unless forloop.last %}-{% endunless %}{% endfor %}{{ 1 | divided_by: zero }}',
+  // Tags rendered synchronously (if, unless, assign, capture): operators, literals, filters in conditions, errors.
+  '{% if name and flag %}a{% elsif name or flag %}b{% endif %}{% if not flag %}c{% endif %}{% if name contains "da" %}d{% endif %}{% if items contains 3 %}e{% endif %}',
+  '{% if items == empty %}empty{% endif %}{% if name == blank %}blank{% endif %}{% if missing == nil %}nil{% endif %}{% if zero >= 0 and idx < 2 %}cmp{% endif %}{% if price != 3 %}ne{% else %}eq{% endif %}',
+  '{% if name | size %}long{% endif %}{% if name | remove: name %}nonempty{% endif %}{% if name | explode %}x{% else %}y{% endif %}|{% if items.first.title == "Second" %}first{% elsif items.last.price > 2.5 %}last{% endif %}',
+  '{% unless flag %}u1{% elsif name %}u2{% else %}u3{% endunless %}{% unless name %}v1{% elsif flag %}v2{% else %}v3{% endunless %}',
+  '{% assign a = items | map: "title" | join: "/" %}{{ a }}{% assign b = name | explode %}{{ b }}{% assign c = idx == 1 %}{{ c }}{% assign d = (1..3) %}{{ d | join: "" }}',
+  '{% capture outer %}[{% capture inner %}{{ name | upcase }}{% endcapture %}{{ inner | size }}{% if inner %}+{% endif %}]{% endcapture %}{{ outer }}{{ inner }}{% assign e = outer | append: "!" %}{{ e }}',
+  '{% for r in items %}{% assign t = r.title | truncate: 5 %}{% if r.price > 3 %}{% break %}{% endif %}{{ t }};{% endfor %}{% for r in items %}{% unless r.price == 3 %}{% continue %}{% endunless %}{{ r.title }}{% endfor %}',
 ];
 
 const DATA: Record<string, unknown>[] = [
@@ -115,9 +123,9 @@ describe('fast output renderers', () => {
     expect(renderTemplate('{% for r in items %}{{ r.t | upcase }};{% endfor %}{{ name ?? "there" }}', { items: [{ t: 'a<' }, { t: 'b' }] }, { html: true })).toBe('A&lt;;B;there');
   });
 
-  test('an output this does not handle (an operator, a range) keeps liquidjs renderer; every other output and HTML gets a fast one', () => {
+  test('an output this does not handle (an operator, a range) keeps liquidjs renderer; every other output, HTML and an if get a fast one', () => {
     const parsed = accelerate(html.parse('<p>{{ a }}</p>{{ a == b }}{{ (1..2) | join }}{% if x %}{{ y | upcase }}{% endif %}')) as unknown as { render: { name: string }; branches?: { templates: { render: { name: string } }[] }[] }[];
-    expect(parsed.map((t) => t.render.name)).toEqual(['renderHtml', 'renderOutput', 'renderHtml', 'render', 'render', 'render']);
+    expect(parsed.map((t) => t.render.name)).toEqual(['renderHtml', 'renderOutput', 'renderHtml', 'render', 'render', 'renderBranch']);
     expect(parsed[5]!.branches![0]!.templates.map((t) => t.render.name)).toEqual(['renderOutput']);
   });
 });

@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync, randomUUID } from 'node:crypto';
 import { parseDocument, DomUtils } from 'htmlparser2';
 import { LinkTokens, linkTokens, MAX_TOKEN_CHARS } from '../../domain/tracking/tokens';
-import { applyTracking, contactLinks, listUnsubscribeHeaders, type LinkConfig } from '../../domain/tracking/links';
+import { applyTracking, clickHref, contactLinks, escapeAttribute, listUnsubscribeHeaders, openPixel, type LinkConfig } from '../../domain/tracking/links';
 import { unsubscribeAddress } from '../../domain/inbound/return-path';
 
 const cfg: LinkConfig = { publicUrl: 'https://mail.example.com', appSecret: 'unit-test-app-secret-0123456789-abcdef' };
@@ -216,6 +216,23 @@ describe('applyTracking', () => {
     const html = '<body><a href="https://ex.com/">x</a></body>';
     expect(track(html, { opens: false })).not.toContain('/t/o/');
     expect(track(html, { clicks: false })).toContain('href="https://ex.com/"');
+  });
+});
+
+describe('click hrefs and the open pixel', () => {
+  it('are the escaped public URL and a token that verifies, whatever the public URL holds', () => {
+    const cfg: LinkConfig = { publicUrl: 'https://mail.example.com/a&b"c<d>\'e', appSecret: 's'.repeat(32) };
+    const emailId = randomUUID();
+    for (let i = 0; i < 2; i++) {
+      const href = clickHref(emailId, 'https://shop.example.com/?x=1&y=2', cfg);
+      const prefix = escapeAttribute(`${cfg.publicUrl}/t/c/`);
+      expect(href.startsWith(prefix)).toBe(true);
+      expect(linkTokens(cfg.appSecret).verify(href.slice(prefix.length), 'click')).toEqual({ kind: 'click', emailId, url: 'https://shop.example.com/?x=1&y=2' });
+      const pixel = openPixel(emailId, cfg);
+      const src = /src="([^"]*)"/.exec(pixel)![1]!;
+      expect(src.startsWith(escapeAttribute(`${cfg.publicUrl}/t/o/`))).toBe(true);
+      expect(linkTokens(cfg.appSecret).verify(src.slice(escapeAttribute(`${cfg.publicUrl}/t/o/`).length), 'open')).toEqual({ kind: 'open', emailId });
+    }
   });
 });
 
