@@ -7,7 +7,7 @@ import { User } from '../users/user.entity';
 import { normalizeEmail } from '../contacts/email-address';
 import { buildMime } from '../mail/mime';
 import { sendMeasured } from '../mail/transport';
-import { messageIdFor } from '../emails/delivery';
+import { messageIdFor } from '../emails/message-id';
 import { escapeAttribute } from '../tracking/links';
 import { uuidv7 } from '../ids';
 

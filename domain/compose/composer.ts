@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { config } from '../config';
 import { emailDomain } from '../contacts/email-address';
-import { messageIdFor } from '../emails/delivery';
+import { messageIdFor } from '../emails/message-id';
 import type { Address, EmailKind } from '../emails/email.entity';
 import type { NewEmail } from '../emails/email-intake';
 import { validationError } from '../errors';

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { messageIdFor } from './message-id';
 import { sql, statement } from '../db/sql';
 import type { Transporter } from 'nodemailer';
 import { eventDataSql, insertEventsSql, recordEvents, sqlName } from '../events/event-writer';
 import { uuidv7 } from '../ids';
-import { emailDomain } from '../contacts/email-address';
 import { logger } from '../logger';
 import { dkimKeyContext, type SecretBox } from '../domains/secret-box';
 import { loadAttachments } from './attachments';
@@ -98,11 +98,6 @@ export function isPermanentSmtpFailure(err: unknown): boolean {
  */
 const envelopeSender = (row: Pick<ClaimedEmail, 'id' | 'fromEmail' | 'returnPathHost'>, secret: string): string =>
   row.returnPathHost ? returnPathAddress(row.id, row.returnPathHost, secret) : row.fromEmail;
-
-/** Message-IDs derive from the email id, so a receiver can de-duplicate a message a retry sent twice. */
-export function messageIdFor(emailId: string, fromEmail: string): string {
-  return `<${emailId}@${emailDomain(fromEmail) || 'mailwright.local'}>`;
-}
 
 /**
  * The relay's id of an accepted message, from its reply as an SQL expression over `reply`: the token after `queued as`

@@ -3,7 +3,7 @@ import { sql } from '../db/sql';
 import type { Config } from '../config';
 import { recordEvents } from '../events/event-writer';
 import { applyBounceReports, applyEmailReport, lockEmail, lockEmails, type BounceReport, type EmailReport, type LockedEmail } from '../emails/email-reports';
-import { messageIdFor } from '../emails/delivery';
+import { messageIdFor } from '../emails/message-id';
 import { parseOurMessageId } from '../webhooks/ses-reports';
 import { changeSubscription } from '../tracking/tracking.service';
 import { inboundProcessed } from '../metrics';

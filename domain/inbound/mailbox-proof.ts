@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql';
-import { messageIdFor } from '../emails/delivery';
+import { messageIdFor } from '../emails/message-id';
 import { parseOurMessageId } from '../webhooks/ses-reports';
 import type { InboundBounce, InboundComplaint } from './inbound-message';
 

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { badRequest } from '../errors';
 import { sql } from '../db/sql';
-import { messageIdFor } from '../emails/delivery';
+import { messageIdFor } from '../emails/message-id';
 import { applyEmailReport, lockEmail, type EmailReport, type LockedEmail } from '../emails/email-reports';
 import type { ReportProvider, SystemEventData } from '../events/event-writer';
 import { recordSoftBounce, suppress, type SoftBouncePolicy } from '../suppressions/suppression.service';

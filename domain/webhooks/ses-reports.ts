@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql } from '../db/sql';
 import { z } from 'zod';
 import { AppError, badRequest } from '../errors';
-import { messageIdFor } from '../emails/delivery';
+import { messageIdFor } from '../emails/message-id';
 import { applyEmailReport, lockEmail, type EmailReport, type LockedEmail, type ReportEventRow } from '../emails/email-reports';
 import { SNS_MESSAGE_RETENTION_MS } from './sns';
 import { recordSoftBounce, suppress, type SoftBouncePolicy } from '../suppressions/suppression.service';

@@ -10,7 +10,7 @@ import {
   type MessageInput,
 } from '../../domain/compose/composer';
 import { planLinks } from '../../domain/compose/link-plan';
-import { messageIdFor } from '../../domain/emails/delivery';
+import { messageIdFor } from '../../domain/emails/message-id';
 import { buildMime } from '../../domain/mail/mime';
 import { expandDefaults } from '../../domain/rendering/defaults-sugar';
 import { compileBody, MAX_RENDERED_CHARS, renderBody, renderCounters, renderSubject, TemplateError } from '../../domain/rendering/render';
