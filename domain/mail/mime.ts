@@ -288,7 +288,6 @@ export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOpti
 
 /** textPart's choice of encoding, from one scan of the text, and the part written with it; true when it went `8bit`. */
 function writeTextPart(w: WireWriter, contentType: 'text/plain' | 'text/html', content: string, eightBit: boolean): boolean {
-  w.load(content);
   const scan = w.scan(content);
   const boundaryFree = !content.includes(BOUNDARY_MARK);
   // For ASCII text a line's octets are its characters (isSevenBit counts characters).
@@ -296,8 +295,10 @@ function writeTextPart(w: WireWriter, contentType: 'text/plain' | 'text/html', c
   const asOctets = !sevenBit && eightBit && !scan.nul && boundaryFree && !scan.overlong;
   const encoding = sevenBit ? '7bit' : asOctets ? '8bit' : 'quoted-printable';
   w.text(`Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n`, false);
-  if (encoding === 'quoted-printable') w.quotedPrintable();
-  else w.plain(content);
+  if (encoding === 'quoted-printable') {
+    w.load(content);
+    w.quotedPrintable();
+  } else w.plain(content);
   return asOctets;
 }
 

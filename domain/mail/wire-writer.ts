@@ -21,6 +21,20 @@ const TAB = 0x09;
 const NOT_SEVEN_BIT = /[^\x01-\x7f]/;
 const HEX_DIGITS = Buffer.from('0123456789ABCDEF', 'latin1');
 
+/** Whether a line of `s` is over 998 octets (UTF-8), lines ended by CR LF, a lone CR or a lone LF. */
+function hasLineOver998(s: string, ascii: boolean): boolean {
+  const text = s.includes('\r') ? s.replace(/\r\n|\r/g, '\n') : s;
+  for (let start = 0; ; ) {
+    const end = text.indexOf('\n', start);
+    const stop = end < 0 ? text.length : end;
+    const units = stop - start;
+    // A UTF-16 unit is at most 3 octets: only a line that could be over is measured.
+    if (units > 998 || (!ascii && units * 3 > 998 && Buffer.byteLength(text.slice(start, stop)) > 998)) return true;
+    if (end < 0) return false;
+    start = end + 1;
+  }
+}
+
 /** A growing byte buffer that messages are written into, one after another (reused across a batch). */
 export class WireWriter {
   buf: Buffer;
@@ -62,85 +76,35 @@ export class WireWriter {
   }
 
   /**
-   * A text part's UTF-8 (a lone surrogate as U+FFFD, as Buffer writes it), put in `utf8` once: the checks (scanText)
-   * and the encoding below read these bytes, which a loop over a typed array reads several times faster than a
-   * string's characters.
+   * A quoted-printable part's UTF-8 (a lone surrogate as U+FFFD, as Buffer writes it), put in `utf8` once: the
+   * encoding below reads these bytes, which a loop over a typed array reads several times faster than a string's
+   * characters.
    */
   private utf8: Buffer = Buffer.allocUnsafe(16 * 1024);
   private utf8Length = 0;
 
-  /** Encodes a part's text to UTF-8 for `scan` and then `plain` or `quotedPrintable`. */
+  /** Encodes a part's text to UTF-8 for `quotedPrintable`. */
   load(s: string): void {
     if (this.utf8.length < s.length * 3) this.utf8 = Buffer.allocUnsafe(s.length * 3);
     this.utf8Length = this.utf8.write(s, 0, 'utf8');
   }
 
   /**
-   * What the loaded text `s` allows (the checks of mime.ts' isSevenBit and isEightBitSafe): whether it is all ASCII
-   * without NUL, whether it has a NUL, and whether a line is over 998 octets, lines as CRLF normalisation makes them
-   * (for ASCII text octets are characters). Native searches where they do: a loop over the octets is several times
-   * slower on a 9 KB message.
+   * What a part's text allows (the checks of mime.ts' isSevenBit and isEightBitSafe): whether it is all ASCII without
+   * NUL, whether it has a NUL, and whether a line is over 998 octets, lines as CRLF normalisation makes them. Native
+   * searches only: a loop over a 15 KB body's characters or octets costs several times as much on this path.
    */
   scan(s: string): { ascii: boolean; nul: boolean; overlong: boolean } {
     const ascii = !NOT_SEVEN_BIT.test(s);
     const nul = !ascii && s.includes('\0');
-    const b = this.utf8;
-    const n = this.utf8Length;
-    if (n <= 998) return { ascii, nul, overlong: false };
-    let overlong = false;
-    if (!s.includes('\r')) {
-      // A view of the loaded octets only: beyond them lie an earlier text's.
-      const loaded = b.subarray(0, n);
-      for (let start = 0; ; ) {
-        const end = loaded.indexOf(LF, start);
-        if ((end < 0 ? n : end) - start > 998) overlong = true;
-        if (end < 0 || overlong) break;
-        start = end + 1;
-      }
-    } else {
-      let start = 0;
-      for (let i = 0; i < n && !overlong; i++) {
-        const c = b[i]!;
-        if (c !== LF && c !== CR) continue;
-        if (i - start > 998) overlong = true;
-        if (c === CR && i + 1 < n && b[i + 1] === LF) i++;
-        start = i + 1;
-      }
-      if (n - start > 998) overlong = true;
-    }
-    return { ascii, nul, overlong };
+    return { ascii, nul, overlong: (ascii ? s.length : s.length * 3) > 998 && hasLineOver998(s, ascii) };
   }
 
-  /** The loaded text `s` as it is, line ends made CRLF (CR LF, a lone CR and a lone LF each end a line), dot-stuffed. */
+  /** A part's text as it is, line ends made CRLF (CR LF, a lone CR and a lone LF each end a line), dot-stuffed. */
   plain(s: string): void {
-    // The usual text: LF line ends and no line starting with a dot. Two native passes.
-    if (!s.includes('\r') && !s.includes('\n.') && s.charCodeAt(0) !== DOT) {
-      this.raw(s.replaceAll('\n', '\r\n'));
-      return;
-    }
-    const b = this.utf8;
-    const n = this.utf8Length;
-    // A lone CR or LF becomes two octets and a stuffed `.` two: never more than twice the input.
-    this.ensure(n * 2);
-    const out = this.buf;
-    let p = this.pos;
-    let atLineStart = true;
-    for (let i = 0; i < n; i++) {
-      const c = b[i]!;
-      if (c === LF || c === CR) {
-        if (c === CR && i + 1 < n && b[i + 1] === LF) i++;
-        out[p++] = CR;
-        out[p++] = LF;
-        atLineStart = true;
-        continue;
-      }
-      if (atLineStart) {
-        atLineStart = false;
-        if (c === DOT) out[p++] = DOT;
-      }
-      out[p++] = c;
-    }
-    this.pos = p;
+    let text = s.includes('\r') ? s.replace(/\r\n|\r|\n/g, '\r\n') : s.replaceAll('\n', '\r\n');
+    if (text.includes('\n.')) text = text.replace(/\n\./g, '\n..');
+    this.raw(text.charCodeAt(0) === DOT ? `.${text}` : text);
   }
 
   /**

@@ -85,11 +85,7 @@ describe('writeWireMessage', () => {
 
 describe('WireWriter.scan', () => {
   it('finds a line over 998 UTF-8 octets, lines as CRLF normalisation makes them', () => {
-    const scan = (text: string) => {
-      const w = new WireWriter();
-      w.load(text);
-      return w.scan(text);
-    };
+    const scan = (text: string) => new WireWriter().scan(text);
     expect(scan(`ab\r\n${'c'.repeat(998)}\rf\ng`)).toEqual({ ascii: true, nul: false, overlong: false });
     expect(scan(`ab\r\n${'c'.repeat(999)}\rf\ng`)).toEqual({ ascii: true, nul: false, overlong: true });
     expect(scan(`ab\n${'c'.repeat(999)}`)).toMatchObject({ overlong: true });
