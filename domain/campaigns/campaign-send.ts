@@ -318,11 +318,21 @@ const RENDER_BATCH = 50;
 /** Render batches dispatched ahead of the one being sent. */
 const RENDER_AHEAD = 4;
 
+/**
+ * `e.status = 'QUEUED'` as the per-row statements test it, out of the status index's reach. Right after a snapshot
+ * the table's statistics still say that almost no row is QUEUED (autoanalyze runs a minute or more later), so the
+ * planner read every QUEUED row of the table through `emails_status_index` and hash-joined a batch of ids against
+ * them: about 50 ms a batch by 60,000 rows, growing with the campaign, and most of Postgres' CPU in a 100,000 send
+ * (BENCHMARKS.md › Issue 28, third stop). The rows are found by their keys (the primary key, or the campaign and
+ * contact index) and this tests each.
+ */
+const STILL_QUEUED = `(e.status || '') = 'QUEUED'`;
+
 const CAMPAIGN_CHUNK = statement(
   'campaign_chunk',
   `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data::text as data, ${suppressedReasonSql('e.project_id', 'c.email')} as suppressed
   from emails e left join contacts c on c.id = e.contact_id
-  where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
+  where e.campaign_id = $1 and e.contact_id > $2::uuid and ${STILL_QUEUED} and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
     and coalesce(e.variant, -1) = $6
   order by e.contact_id limit $5`,
 );
@@ -355,11 +365,22 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const recorder = new OutcomeRecorder(em, input.campaignId);
   const maxInFlight = Math.max(2, deps.config.smtp.poolSize * 2);
   const deadline = Date.now() + hooks.budgetMs;
+  // The planner estimates the chunk's filters (the share's byte of the contact id, the variant, the status: each an
+  // expression it cannot measure) at a few rows in all, and then reads every remaining row of the campaign by bitmap
+  // or sequentially, joins each to its contact and sorts: 670-800 ms a chunk at 60,000 recipients, growing with the
+  // campaign, and most of Postgres' CPU in a large send (BENCHMARKS.md › Issue 28, third stop). The campaign's
+  // (campaign_id, contact_id) index read in order stops after `chunkSize` rows; these settings, for this statement's
+  // transaction only, leave the planner that plan.
   const readChunk = (after: string | null) =>
-    sql(em).query<RecipientRow>(
-      CAMPAIGN_CHUNK,
-      [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize, rowsOf],
-    );
+    transaction(em, async (tx) => {
+      await tx.run('set local enable_seqscan = off');
+      await tx.run('set local enable_bitmapscan = off');
+      await tx.run('set local enable_sort = off');
+      return tx.query<RecipientRow>(
+        CAMPAIGN_CHUNK,
+        [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize, rowsOf],
+      );
+    });
   let next = readChunk(result.cursor);
   // A chunk can take longer than the heartbeat timeout behind a slow relay: beat on a timer too (with the cursor of
   // the last finished chunk), so a live activity is never taken for dead and run twice.
@@ -529,14 +550,14 @@ const RECORD_RETRY_MS = 60_000;
 const CAMPAIGN_RECORD_RETRY = statement(
   'campaign_record_retry',
   `update emails e set error = v.err, attempts = e.attempts + 1, updated_at = now()
-  from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status = 'QUEUED'`,
+  from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and ${STILL_QUEUED}`,
 );
 
 // A refusal about the address (`suppress`) puts it on the suppression list in the statement that records the bounce.
 const CAMPAIGN_RECORD_REJECTED = statement('campaign_record_rejected', `with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[], $5::bool[]) as v(id, resp, event_id, suppress)),
          upd as (
            update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', attempts = e.attempts + 1, updated_at = now()
-           from v where e.id = v.id and e.status = 'QUEUED'
+           from v where e.id = v.id and ${STILL_QUEUED}
            returning e.id, e.project_id, e.contact_id, e.to_email, v.resp, v.event_id, v.suppress
          ),
          suppressed as (
@@ -567,7 +588,7 @@ const CAMPAIGN_RECORD_SENT = statement(
   upd as (
     update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp,
       provider_message_id = ${relayMessageIdSql('v.resp')}, error = null, attempts = e.attempts + 1, sent_at = now(), updated_at = now()
-    from v where e.id = v.id and e.status = 'QUEUED'
+    from v where e.id = v.id and ${STILL_QUEUED}
     returning 1
   ),
   n as (select count(*)::int as n from upd),
@@ -584,7 +605,7 @@ const CAMPAIGN_RECORD_SENT = statement(
 /** Rows that end without an SMTP transaction, by kind: the row's end state and the counter it goes to. */
 const endUnsentSql = (status: 'CANCELLED' | 'FAILED' | 'SUPPRESSED', counter: 'skipped' | 'failed' | 'suppressed') => `
 with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
-upd as (update emails e set status = '${status}', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+upd as (update emails e set status = '${status}', error = v.reason, updated_at = now() from v where e.id = v.id and ${STILL_QUEUED} returning 1),
 n as (select count(*)::int as n from upd),
 st as (update campaign_stats set ${counter} = ${counter} + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
 select n from n`;

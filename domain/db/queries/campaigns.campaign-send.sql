@@ -3,7 +3,7 @@
 -- campaign_chunk
 select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data::text as data, (select s.reason from suppressions s where s.project_id = e.project_id and s.email = c.email) as suppressed
 from emails e left join contacts c on c.id = e.contact_id
-where e.campaign_id = $1 and e.contact_id > $2::uuid and e.status = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
+where e.campaign_id = $1 and e.contact_id > $2::uuid and (e.status || '') = 'QUEUED' and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
   and coalesce(e.variant, -1) = $6
 order by e.contact_id limit $5;
 
@@ -16,7 +16,7 @@ select settings from projects where id = $1;
 
 -- campaign_record_invalid
 with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
-upd as (update emails e set status = 'FAILED', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+upd as (update emails e set status = 'FAILED', error = v.reason, updated_at = now() from v where e.id = v.id and (e.status || '') = 'QUEUED' returning 1),
 n as (select count(*)::int as n from upd),
 st as (update campaign_stats set failed = failed + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
 select n from n;
@@ -25,7 +25,7 @@ select n from n;
 with v as (select * from unnest($1::uuid[], $2::text[], $3::uuid[], $5::bool[]) as v(id, resp, event_id, suppress)),
      upd as (
        update emails e set status = 'BOUNCED', smtp_response = v.resp, error = 'Rejected by the SMTP server', attempts = e.attempts + 1, updated_at = now()
-       from v where e.id = v.id and e.status = 'QUEUED'
+       from v where e.id = v.id and (e.status || '') = 'QUEUED'
        returning e.id, e.project_id, e.contact_id, e.to_email, v.resp, v.event_id, v.suppress
      ),
      suppressed as (
@@ -49,14 +49,14 @@ from upd where contact_id is not null
 
 -- campaign_record_retry
 update emails e set error = v.err, attempts = e.attempts + 1, updated_at = now()
-from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and e.status = 'QUEUED';
+from unnest($1::uuid[], $2::text[]) as v(id, err) where e.id = v.id and (e.status || '') = 'QUEUED';
 
 -- campaign_record_sent
 with v as (select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) as v(id, subject, mid, resp)),
 upd as (
   update emails e set status = 'SENT', subject = v.subject, message_id = v.mid, smtp_response = v.resp,
     provider_message_id = left(substring(v.resp from '(?i)queued as <?([A-Za-z0-9._@=+/-]+)'), 255), error = null, attempts = e.attempts + 1, sent_at = now(), updated_at = now()
-  from v where e.id = v.id and e.status = 'QUEUED'
+  from v where e.id = v.id and (e.status || '') = 'QUEUED'
   returning 1
 ),
 n as (select count(*)::int as n from upd),
@@ -71,14 +71,14 @@ select n from n;
 
 -- campaign_record_skipped
 with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
-upd as (update emails e set status = 'CANCELLED', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+upd as (update emails e set status = 'CANCELLED', error = v.reason, updated_at = now() from v where e.id = v.id and (e.status || '') = 'QUEUED' returning 1),
 n as (select count(*)::int as n from upd),
 st as (update campaign_stats set skipped = skipped + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
 select n from n;
 
 -- campaign_record_suppressed
 with v as (select * from unnest($1::uuid[], $2::text[]) as v(id, reason)),
-upd as (update emails e set status = 'SUPPRESSED', error = v.reason, updated_at = now() from v where e.id = v.id and e.status = 'QUEUED' returning 1),
+upd as (update emails e set status = 'SUPPRESSED', error = v.reason, updated_at = now() from v where e.id = v.id and (e.status || '') = 'QUEUED' returning 1),
 n as (select count(*)::int as n from upd),
 st as (update campaign_stats set suppressed = suppressed + n.n, updated_at = now() from n where campaign_id = $3 and n.n > 0)
 select n from n;
