@@ -373,9 +373,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   // transaction only, leave the planner that plan.
   const readChunk = (after: string | null) =>
     transaction(em, async (tx) => {
-      await tx.run('set local enable_seqscan = off');
-      await tx.run('set local enable_bitmapscan = off');
-      await tx.run('set local enable_sort = off');
+      await tx.run(`select set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)`);
       return tx.query<RecipientRow>(
         CAMPAIGN_CHUNK,
         [input.campaignId, after ?? '00000000-0000-0000-0000-000000000000', input.partitions, input.partition, chunkSize, rowsOf],

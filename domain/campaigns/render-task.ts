@@ -1,7 +1,7 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
 import { isRenderTimeout } from '../rendering/render';
-import { buildMime, wireMessage, writeWireMessage } from '../mail/mime';
+import { buildMime, hasEightBitOctets, wireMessage, writeWireMessage } from '../mail/mime';
 import { WireWriter } from '../mail/wire-writer';
 import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
 import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
@@ -59,9 +59,6 @@ export interface PackedBatch {
 
 const prepared = new Map<string, Promise<PreparedMessage>>();
 
-// eslint-disable-next-line no-control-regex -- the 7-bit range is what it leaves out
-const NON_ASCII = /[^\x00-\x7f]/;
-
 /**
  * The bytes of a batch are written here (wire-writer.ts), one message after another, then copied out once per batch.
  * One per thread: a batch renders synchronously.
@@ -92,7 +89,7 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
         // The signature covers the message as a string (dkim-sign.ts); it goes the string way.
         const signed = signMessage(buildMime(mimeMessageOf(email), { eightBit: eightBitRelay }), task.dkim);
         writer.raw(wireMessage(signed));
-        eightBit = NON_ASCII.test(signed);
+        eightBit = hasEightBitOctets(signed);
       } else eightBit = writeWireMessage(writer, mimeMessageOf(email), { eightBit: eightBitRelay }).eightBit;
       return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: { from: email.envelope.from, to: r.email }, eightBit: eightBitRelay && eightBit, start, end: writer.pos };
     } catch (err) {

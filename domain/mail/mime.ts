@@ -3,7 +3,7 @@ import { buildHeaderValue, foldLines } from 'nodemailer/lib/mime-funcs';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
 import * as base64 from 'nodemailer/lib/base64';
 import { randomHex } from '../ids';
-import type { WireWriter } from './wire-writer';
+import { crlf, dotStuff, type WireWriter } from './wire-writer';
 
 interface MimeAddress {
   address: string;
@@ -92,9 +92,6 @@ function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): st
 
 const BOUNDARY_MARK = '=_mw_';
 
-/** CRLF line ends; a text without CR (what templates render) needs only a native string replace. */
-const crlf = (s: string) => (s.includes('\r') ? s.replace(/\r\n|\r|\n/g, '\r\n') : s.replaceAll('\n', '\r\n'));
-
 /**
  * Content that may go as it is (RFC 2045 `7bit`): ASCII without NUL, no line over 998 octets, and nothing that could
  * be taken for one of our boundaries. Rendered HTML and text are usually all of that, and quoted-printable encoding
@@ -111,15 +108,23 @@ const isSevenBit = (s: string) => ASCII.test(s) && !s.includes(BOUNDARY_MARK) &&
  */
 const isEightBitSafe = (s: string) => !s.includes('\0') && !s.includes(BOUNDARY_MARK) && !hasLineOver(s, 998, true);
 
-/** Whether a CRLF-normalized text has a line longer than `max` characters (or UTF-8 octets). A search per line end: a regex would backtrack. */
+/**
+ * Whether a text whose lines end in LF or CRLF has a line longer than `max` characters (or UTF-8 octets). A search per
+ * line end: a regex would backtrack.
+ */
 function hasLineOver(s: string, max: number, octets = false): boolean {
   for (let start = 0; ; ) {
-    const end = s.indexOf('\r\n', start);
-    const stop = end < 0 ? s.length : end;
+    const end = s.indexOf('\n', start);
+    const stop = end < 0 ? s.length : end > start && s.charCodeAt(end - 1) === 0x0d ? end - 1 : end;
     if (stop - start > max || (octets && (stop - start) * 3 > max && Buffer.byteLength(s.slice(start, stop)) > max)) return true;
     if (end < 0) return false;
-    start = end + 2;
+    start = end + 1;
   }
+}
+
+/** @internal How a part's text (lines ending in LF or CRLF) goes: as it is, as UTF-8 octets (8BITMIME), or quoted-printable. */
+export function partEncoding(text: string, eightBit: boolean): '7bit' | '8bit' | 'quoted-printable' {
+  return isSevenBit(text) ? '7bit' : eightBit && isEightBitSafe(text) ? '8bit' : 'quoted-printable';
 }
 
 /** Runs of characters that quoted-printable writes as `=XX` octets: everything but tab, printable ASCII and CR/LF, and `=`. */
@@ -177,11 +182,8 @@ export function quotedPrintable(text: string): string {
  */
 function textPart(contentType: 'text/plain' | 'text/html', content: string, eightBit: boolean): string {
   const normalized = crlf(content);
-  const [encoding, encoded] = isSevenBit(normalized)
-    ? ['7bit', normalized]
-    : eightBit && isEightBitSafe(normalized)
-      ? ['8bit', normalized]
-      : ['quoted-printable', quotedPrintable(normalized)];
+  const encoding = partEncoding(normalized, eightBit);
+  const encoded = encoding === 'quoted-printable' ? quotedPrintable(normalized) : normalized;
   return `Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n${encoded}`;
 }
 
@@ -255,6 +257,9 @@ function headerBlock(msg: MimeMessage): string {
 // eslint-disable-next-line no-control-regex -- the 7-bit range is what it leaves out
 const NON_ASCII = /[^\x00-\x7f]/;
 
+/** Whether a message has an octet over 127 (MAIL FROM then says BODY=8BITMIME). */
+export const hasEightBitOctets = (message: string) => NON_ASCII.test(message);
+
 /**
  * The message buildMime makes, dot-stuffed with its terminating line as wireMessage makes it, written into `w` as
  * UTF-8 bytes (wire-writer.ts): the same bytes, for a campaign's render threads, without the message's intermediate
@@ -265,11 +270,11 @@ export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOpti
   if (msg.attachments?.length) {
     const raw = wireMessage(buildMime(msg, opts));
     w.raw(raw);
-    return { eightBit: NON_ASCII.test(raw) };
+    return { eightBit: hasEightBitOctets(raw) };
   }
   const eightBit = opts.eightBit ?? false;
   const headers = headerBlock(msg);
-  let used8bit = NON_ASCII.test(headers);
+  let used8bit = hasEightBitOctets(headers);
   w.text(`${headers}\r\n`, true);
   if (msg.text) {
     const boundary = `${opts.boundary ?? newBoundary()}_a`;
@@ -286,25 +291,20 @@ export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOpti
   return { eightBit: used8bit };
 }
 
-/** textPart's choice of encoding, from one scan of the text, and the part written with it; true when it went `8bit`. */
+/** A text part as textPart makes it, written into `w`; true when it went `8bit`. */
 function writeTextPart(w: WireWriter, contentType: 'text/plain' | 'text/html', content: string, eightBit: boolean): boolean {
-  const scan = w.scan(content);
-  const boundaryFree = !content.includes(BOUNDARY_MARK);
-  // For ASCII text a line's octets are its characters (isSevenBit counts characters).
-  const sevenBit = scan.ascii && boundaryFree && !scan.overlong;
-  const asOctets = !sevenBit && eightBit && !scan.nul && boundaryFree && !scan.overlong;
-  const encoding = sevenBit ? '7bit' : asOctets ? '8bit' : 'quoted-printable';
+  // Lines are measured as CRLF normalisation makes them; a text without CR is measured as it is (LF ends its lines).
+  const encoding = partEncoding(content.includes('\r') ? crlf(content) : content, eightBit);
   w.text(`Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n`, false);
   if (encoding === 'quoted-printable') {
     w.load(content);
     w.quotedPrintable();
   } else w.plain(content);
-  return asOctets;
+  return encoding === '8bit';
 }
 
 /** Dot-stuffs a message (RFC 5321 4.5.2) whose lines end in CRLF and ends it with the terminating `.` line. */
 export function wireMessage(message: string): string {
-  const stuffed = message.replace(/\n\./g, '\n..');
-  const body = stuffed.startsWith('.') ? `.${stuffed}` : stuffed;
+  const body = dotStuff(message);
   return body.endsWith('\r\n') ? `${body}.\r\n` : `${body}\r\n.\r\n`;
 }

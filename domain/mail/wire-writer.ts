@@ -5,8 +5,8 @@
  * and encoded it to UTF-8 into the batch's buffer. For a 9 KB message that was six passes over the text and as many
  * strings of its size (line-end normalisation, the 7-bit checks, quoted-printable with its split into lines and soft
  * breaks, the multipart join, dot-stuffing, the UTF-8 encoding): about a third of rendering a campaign message
- * (BENCHMARKS.md › Issue 28). Here a part's text is scanned once for the encoding it needs and then written once, CRLF
- * line ends, quoted-printable or UTF-8 octets and dot-stuffing together, into a buffer reused across a batch. The
+ * (BENCHMARKS.md › Issue 28). Here each part is written once into a buffer reused across a batch: as it is by native
+ * replaces (line ends, dot-stuffing), or quoted-printable from its UTF-8 octets in one loop. The
  * bytes are exactly those of `wireMessage(buildMime(...))` (a unit test compares them over a corpus and random texts).
  */
 
@@ -17,22 +17,18 @@ const CR = 0x0d;
 const LF = 0x0a;
 const SP = 0x20;
 const TAB = 0x09;
-// eslint-disable-next-line no-control-regex -- NUL and the 8-bit range are what it finds
-const NOT_SEVEN_BIT = /[^\x01-\x7f]/;
 const HEX_DIGITS = Buffer.from('0123456789ABCDEF', 'latin1');
 
-/** Whether a line of `s` is over 998 octets (UTF-8), lines ended by CR LF, a lone CR or a lone LF. */
-function hasLineOver998(s: string, ascii: boolean): boolean {
-  const text = s.includes('\r') ? s.replace(/\r\n|\r/g, '\n') : s;
-  for (let start = 0; ; ) {
-    const end = text.indexOf('\n', start);
-    const stop = end < 0 ? text.length : end;
-    const units = stop - start;
-    // A UTF-16 unit is at most 3 octets: only a line that could be over is measured.
-    if (units > 998 || (!ascii && units * 3 > 998 && Buffer.byteLength(text.slice(start, stop)) > 998)) return true;
-    if (end < 0) return false;
-    start = end + 1;
-  }
+/** CRLF line ends (CR LF, a lone CR and a lone LF each end a line); a text without CR needs only a native replace. */
+export const crlf = (s: string) => (s.includes('\r') ? s.replace(/\r\n|\r|\n/g, '\r\n') : s.replaceAll('\n', '\r\n'));
+
+/**
+ * Dot-stuffing (RFC 5321 4.5.2) of text whose lines end in CRLF: a `.` that starts a line is doubled. `lineStart`: the
+ * text itself starts a line.
+ */
+export function dotStuff(text: string, lineStart = true): string {
+  const stuffed = text.includes('\n.') ? text.replace(/\n\./g, '\n..') : text;
+  return lineStart && stuffed.charCodeAt(0) === DOT ? `.${stuffed}` : stuffed;
 }
 
 /** A growing byte buffer that messages are written into, one after another (reused across a batch). */
@@ -61,12 +57,7 @@ export class WireWriter {
    * dot-stuffed. `lineStart`: the text starts a line (a `.` there is doubled too).
    */
   text(s: string, lineStart: boolean): void {
-    if ((lineStart && s.charCodeAt(0) === DOT) || s.includes('\n.')) {
-      s = s.replace(/\n\./g, '\n..');
-      if (lineStart && s.charCodeAt(0) === DOT) s = `.${s}`;
-    }
-    this.ensure(s.length * 3);
-    this.pos += this.buf.write(s, this.pos, 'utf8');
+    this.raw(dotStuff(s, lineStart));
   }
 
   /** Text written as it is (UTF-8): what is already dot-stuffed, or the terminating `.` line. */
@@ -89,22 +80,9 @@ export class WireWriter {
     this.utf8Length = this.utf8.write(s, 0, 'utf8');
   }
 
-  /**
-   * What a part's text allows (the checks of mime.ts' isSevenBit and isEightBitSafe): whether it is all ASCII without
-   * NUL, whether it has a NUL, and whether a line is over 998 octets, lines as CRLF normalisation makes them. Native
-   * searches only: a loop over a 15 KB body's characters or octets costs several times as much on this path.
-   */
-  scan(s: string): { ascii: boolean; nul: boolean; overlong: boolean } {
-    const ascii = !NOT_SEVEN_BIT.test(s);
-    const nul = !ascii && s.includes('\0');
-    return { ascii, nul, overlong: (ascii ? s.length : s.length * 3) > 998 && hasLineOver998(s, ascii) };
-  }
-
-  /** A part's text as it is, line ends made CRLF (CR LF, a lone CR and a lone LF each end a line), dot-stuffed. */
+  /** A part's text as it is, line ends made CRLF, dot-stuffed. */
   plain(s: string): void {
-    let text = s.includes('\r') ? s.replace(/\r\n|\r|\n/g, '\r\n') : s.replaceAll('\n', '\r\n');
-    if (text.includes('\n.')) text = text.replace(/\n\./g, '\n..');
-    this.raw(text.charCodeAt(0) === DOT ? `.${text}` : text);
+    this.raw(dotStuff(crlf(s)));
   }
 
   /**
@@ -178,10 +156,10 @@ export class WireWriter {
     this.pos = p + l - at;
   }
 
-  /** The bytes written since `from`, copied into memory of their own (transferable: not from Buffer's pool). */
-  take(from = 0): Buffer {
-    const out = Buffer.allocUnsafeSlow(this.pos - from);
-    this.buf.copy(out, 0, from, this.pos);
+  /** The bytes written, copied into memory of their own (transferable: not from Buffer's pool). */
+  take(): Buffer {
+    const out = Buffer.allocUnsafeSlow(this.pos);
+    this.buf.copy(out, 0, 0, this.pos);
     return out;
   }
 

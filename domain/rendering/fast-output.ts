@@ -65,14 +65,12 @@ function tokenEvaluator(token: TokenLike | undefined): Evaluate | null {
 
 /** A fast render for an output, or null when liquidjs' own is needed. */
 function outputRenderer(output: OutputLike): ((ctx: Context, emitter: Emitter) => void) | null {
-  const { postfix } = output.value.initial;
-  if (postfix.length !== 1) return null;
-  const initial = tokenEvaluator(postfix[0]);
-  if (!initial) return null;
-  const filters = filterSteps(output.value.filters);
-  if (!filters) return null;
+  // An output with operators keeps liquidjs' renderer; tags' values are the ones evaluated with operators here.
+  if (output.value.initial.postfix.length !== 1) return null;
+  const value = valueEvaluator(output.value);
+  if (!value) return null;
   return (ctx, emitter) => {
-    emitter.write(settle(toValue(applyFilters(filters, initial(ctx), ctx))));
+    emitter.write(settle(toValue(value(ctx))));
   };
 }
 

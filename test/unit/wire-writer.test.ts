@@ -1,5 +1,5 @@
-import { buildMime, wireMessage, writeWireMessage, type MimeMessage } from '../../domain/mail/mime';
-import { WireWriter } from '../../domain/mail/wire-writer';
+import { buildMime, partEncoding, wireMessage, writeWireMessage, type MimeMessage } from '../../domain/mail/mime';
+import { crlf, WireWriter } from '../../domain/mail/wire-writer';
 
 // The one-pass writer must give exactly the bytes of the string path (buildMime, then wireMessage, then UTF-8).
 
@@ -83,16 +83,18 @@ describe('writeWireMessage', () => {
   });
 });
 
-describe('WireWriter.scan', () => {
-  it('finds a line over 998 UTF-8 octets, lines as CRLF normalisation makes them', () => {
-    const scan = (text: string) => new WireWriter().scan(text);
-    expect(scan(`ab\r\n${'c'.repeat(998)}\rf\ng`)).toEqual({ ascii: true, nul: false, overlong: false });
-    expect(scan(`ab\r\n${'c'.repeat(999)}\rf\ng`)).toEqual({ ascii: true, nul: false, overlong: true });
-    expect(scan(`ab\n${'c'.repeat(999)}`)).toMatchObject({ overlong: true });
-    expect(scan(`${'c'.repeat(998)}\n${'c'.repeat(998)}`)).toMatchObject({ overlong: false });
-    // 2 + 4 + 3 octets: é, an emoji, a lone surrogate (U+FFFD).
-    expect(scan(`x\n${'é😀\ud800'.repeat(111)}`)).toEqual({ ascii: false, nul: false, overlong: true });
-    expect(scan(`x\r${'é😀\ud800'.repeat(110)}`)).toEqual({ ascii: false, nul: false, overlong: false });
-    expect(scan('a\0')).toMatchObject({ ascii: false, nul: true });
+describe('partEncoding', () => {
+  it('measures lines in UTF-8 octets as CRLF normalisation makes them, and keeps NUL and long lines from going as they are', () => {
+    // As writeTextPart hands it a text: normalised only when it has a CR (LF alone ends a line as it is).
+    const enc = (text: string, eightBit = true) => partEncoding(text.includes('\r') ? crlf(text) : text, eightBit);
+    expect(enc(`ab\r\n${'c'.repeat(998)}\rf\ng`)).toBe('7bit');
+    expect(enc(`ab\r\n${'c'.repeat(999)}\rf\ng`)).toBe('quoted-printable');
+    expect(enc(`ab\n${'c'.repeat(999)}`)).toBe('quoted-printable');
+    expect(enc(`${'c'.repeat(998)}\n${'c'.repeat(998)}`)).toBe('7bit');
+    // 2 + 4 + 3 octets: é, an emoji, a lone surrogate (U+FFFD): 999 octets on a line, then 990.
+    expect(enc(`x\n${'é😀\ud800'.repeat(111)}`)).toBe('quoted-printable');
+    expect(enc(`x\r${'é😀\ud800'.repeat(110)}`)).toBe('8bit');
+    expect(enc(`x\r${'é😀\ud800'.repeat(110)}`, false)).toBe('quoted-printable');
+    expect(enc('a\0')).toBe('quoted-printable');
   });
 });
