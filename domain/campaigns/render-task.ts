@@ -4,7 +4,7 @@ import { isRenderTimeout } from '../rendering/render';
 import { buildMime, hasEightBitOctets, wireMessage, writeWireMessage } from '../mail/mime';
 import { WireWriter } from '../mail/wire-writer';
 import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
-import { composeEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
+import { composeEmail, composeWireEmail, mimeMessageOf, prepareMessage, type ComposedEmail, type MessageInput, type PreparedMessage } from '../compose/composer';
 
 /**
  * Renders a batch of a campaign's messages to the bytes SMTP sends after DATA: the CPU-heavy part of a send (Liquid,
@@ -82,15 +82,21 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   const messages = task.recipients.map((r): PackedBatch['messages'][number] => {
     try {
       const data = typeof r.data === 'string' ? (JSON.parse(r.data) as Record<string, unknown>) : r.data;
-      const email = composeEmail(ready, { contactId: r.contactId, email: r.email, data, emailId: r.id });
+      const recipient = { contactId: r.contactId, email: r.email, data, emailId: r.id };
       const start = writer.pos;
       let eightBit: boolean;
+      let email: ComposedEmail;
       if (task.dkim) {
         // The signature covers the message as a string (dkim-sign.ts); it goes the string way.
+        email = composeEmail(ready, recipient);
         const signed = signMessage(buildMime(mimeMessageOf(email), { eightBit: eightBitRelay }), task.dkim);
         writer.raw(wireMessage(signed));
         eightBit = hasEightBitOctets(signed);
-      } else eightBit = writeWireMessage(writer, mimeMessageOf(email), { eightBit: eightBitRelay }).eightBit;
+      } else {
+        const composed = composeWireEmail(ready, recipient);
+        email = composed.email;
+        eightBit = writeWireMessage(writer, mimeMessageOf(email), { eightBit: eightBitRelay }, composed.htmlSegments ?? undefined).eightBit;
+      }
       return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: { from: email.envelope.from, to: r.email }, eightBit: eightBitRelay && eightBit, start, end: writer.pos };
     } catch (err) {
       if (isRenderTimeout(err)) return { id: r.id, retry: (err as Error).message };

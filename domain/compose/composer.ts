@@ -17,12 +17,14 @@ import {
   compileSubject,
   htmlToText,
   renderCompiledSubject,
+  renderPieces,
   renderTemplate,
   type CompiledBody,
   type CompiledSubject,
 } from '../rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders, ownLinkPrefixes, type LinkConfig } from '../tracking/links';
-import { finishTracking, planLinks, slotTargets, stripMarkers, type LinkPlan, type SlotTargets } from './link-plan';
+import { finishTracking, planLinks, slotTargets, stripMarkers, trackPieces, type LinkPlan, type SlotTargets } from './link-plan';
+import type { HtmlSegments } from '../mail/wire-writer';
 import { renderTextPart, textSkeletonOf, type TextSkeleton } from './text-skeleton';
 
 /**
@@ -234,6 +236,20 @@ export interface ComposedEmail {
 
 /** One recipient's email: substitution, the contact's signed links, tracking, the text part and the headers. */
 export function composeEmail(message: PreparedMessage, recipient: ComposeRecipient): ComposedEmail {
+  return compose(message, recipient, false).email;
+}
+
+/**
+ * composeEmail for a message written straight to the wire (a campaign's render threads): when the body has a link plan
+ * and a text skeleton, its HTML comes as segments (`htmlSegments`, the template's own runs prepared once per send)
+ * and `email.html` is empty; otherwise as composeEmail gives it, with `htmlSegments` null. writeWireMessage
+ * (mime.ts) writes either to the same bytes.
+ */
+export function composeWireEmail(message: PreparedMessage, recipient: ComposeRecipient): { email: ComposedEmail; htmlSegments: HtmlSegments | null } {
+  return compose(message, recipient, true);
+}
+
+function compose(message: PreparedMessage, recipient: ComposeRecipient, segmented: boolean): { email: ComposedEmail; htmlSegments: HtmlSegments | null } {
   const emailId = recipient.emailId ?? uuidv7();
   const links = contactLinks(recipient.contactId, message.links, emailId);
   const variables: Record<string, unknown> = {
@@ -249,16 +265,33 @@ export function composeEmail(message: PreparedMessage, recipient: ComposeRecipie
   };
   const { content, tracking } = message;
   const bounce = message.returnPathHost ? { emailId, host: message.returnPathHost } : undefined;
-  const rendered = renderTemplate(content.body, variables);
   const track = { emailId, opens: tracking.opens, clicks: tracking.clicks };
-  let body = content.plan && message.targets ? finishTracking(rendered, content.plan, message.targets, track, message.links) : null;
-  if (!body) {
-    const plain = content.plan ? stripMarkers(rendered) : rendered;
-    body = { html: applyTracking(plain, track, message.links), text: plain, plainLength: plain.length };
+  let html = '';
+  let htmlSegments: HtmlSegments | null = null;
+  let plainLength: number;
+  let rendered: string | null = null;
+  if (segmented && content.plan && message.targets && content.text) {
+    const pieces = renderPieces(content.body, variables);
+    const tracked = trackPieces(pieces, content.plan, message.targets, track, message.links);
+    if (tracked) {
+      htmlSegments = tracked.segments;
+      plainLength = tracked.plainLength;
+    } else rendered = pieces.map((p) => (typeof p === 'string' ? p : p.str)).join('');
+  } else rendered = renderTemplate(content.body, variables);
+  let text: string | null = null;
+  if (rendered !== null) {
+    let body = content.plan && message.targets ? finishTracking(rendered, content.plan, message.targets, track, message.links) : null;
+    if (!body) {
+      const plain = content.plan ? stripMarkers(rendered) : rendered;
+      body = { html: applyTracking(plain, track, message.links), text: plain, plainLength: plain.length };
+    }
+    html = body.html;
+    text = body.text;
+    plainLength = body.plainLength;
   }
   // Marked bodies are size-checked here, without their markers, so the limit means what it always meant.
-  if (content.body.marked) assertRenderedSize(body.plainLength, 'body');
-  return {
+  if (content.body.marked) assertRenderedSize(plainLength!, 'body');
+  const email: ComposedEmail = {
     emailId,
     contactId: recipient.contactId,
     kind: message.kind,
@@ -267,13 +300,15 @@ export function composeEmail(message: PreparedMessage, recipient: ComposeRecipie
     from: message.from,
     replyTo: message.replyTo,
     subject: renderCompiledSubject(content.subject, variables),
-    html: body.html,
-    text: content.text ? renderTextPart(content.text, variables) : htmlToText(body.text),
+    html,
+    // Segments are only made with a skeleton, so `text` (the HTML the converter would read) is needed only without one.
+    text: content.text ? renderTextPart(content.text, variables) : htmlToText(text!),
     headers: { ...message.headers, ...(message.kind === 'MARKETING' ? listUnsubscribeHeaders(links, message.from.email, message.links, bounce) : {}) },
     senderDomain: message.senderDomain,
     messageId: messageIdFor(emailId, message.from.email),
     envelope: { from: bounce ? returnPathAddress(emailId, bounce.host, message.links.appSecret) : message.from.email, to: [recipient.email] },
   };
+  return { email, htmlSegments };
 }
 
 /** The composed email as buildMime takes it (the caller adds attachments it has loaded). */

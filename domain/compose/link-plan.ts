@@ -3,6 +3,8 @@ import { QuoteType, Tokenizer as HtmlTokenizer } from 'htmlparser2';
 import { TokenKind, type TagToken } from 'liquidjs';
 import { liquidTokens } from '../rendering/render';
 import { clickHref, openPixel, trackableUrl, type LinkConfig } from '../tracking/links';
+import type { HtmlNode } from '../rendering/fast-output';
+import { appendSegment, segmentOf, type HtmlSegments, type StaticText } from '../mail/wire-writer';
 
 /**
  * Click and open tracking without tokenizing every recipient's HTML.
@@ -356,6 +358,113 @@ export function finishTracking(
   plainLength += rest.length;
   if (opts.opens && !plan.pixelMarked) html += openPixel(opts.emailId, cfg);
   return { html, text, plainLength };
+}
+
+/** A marker of a marked body's HTML: a link slot's start (its index), its end, the pixel, a cut's start or end. */
+type Marker = { kind: typeof LINK; slot: number } | { kind: typeof END | typeof PIXEL | typeof CUT | typeof UNCUT };
+
+/** A run of HTML: prepared for the wire, or a string where a surrogate pair could straddle its edge (segmentOf). */
+type HtmlItem = StaticText | string | Marker;
+
+const ITEMS = Symbol('mailwright.htmlItems');
+
+/**
+ * A marked body's HTML node split at its markers, its runs prepared for the wire (segmentOf); computed once per node
+ * (a render thread keeps the parsed body of a send).
+ */
+function htmlItems(node: HtmlNode): HtmlItem[] {
+  const cached = (node as { [ITEMS]?: HtmlItem[] })[ITEMS];
+  if (cached) return cached;
+  const items: HtmlItem[] = [];
+  const run = (text: string) => {
+    if (text) items.push(segmentOf(text));
+  };
+  let pos = 0;
+  for (const m of node.str.matchAll(MARKERS)) {
+    run(node.str.slice(pos, m.index));
+    const kind = m[0][MARK.length]!;
+    items.push(kind === LINK ? { kind, slot: Number(m[0].slice(MARK.length + 1, -SLOT_END.length)) } : ({ kind } as Marker));
+    pos = m.index + m[0].length;
+  }
+  run(node.str.slice(pos));
+  Object.defineProperty(node, ITEMS, { value: items });
+  return items;
+}
+
+/**
+ * finishTracking's HTML from a render's pieces (render.ts `renderPieces`) instead of its string: the segments of the
+ * HTML part with the tracking applied, the template's own runs as prepared once (wire-writer.ts), and the length
+ * without markers. The segments join to finishTracking's `html` (test/unit/compose.test.ts); null where finishTracking
+ * would give null, and when a written string carries a marker character (then the caller joins the pieces and takes
+ * the string way).
+ */
+export function trackPieces(
+  pieces: readonly (HtmlNode | string)[],
+  plan: LinkPlan,
+  targets: SlotTargets,
+  opts: { emailId: string; opens: boolean; clicks: boolean },
+  cfg: LinkConfig,
+): { segments: HtmlSegments; plainLength: number } | null {
+  const out: (StaticText | string)[] = [];
+  let plainLength = 0;
+  let slot = -1;
+  let value = '';
+  let cut = false;
+  let pixels = 0;
+  const push = (s: string) => appendSegment(out, s);
+  for (const piece of pieces) {
+    if (typeof piece === 'string') {
+      if (piece.includes(MARK[0]!)) return null;
+      plainLength += piece.length;
+      if (slot >= 0) value += piece;
+      else push(piece);
+      continue;
+    }
+    for (const item of htmlItems(piece)) {
+      if (typeof item === 'string' || 'text' in item) {
+        const text = typeof item === 'string' ? item : item.text;
+        plainLength += text.length;
+        if (slot >= 0) value += text;
+        else if (typeof item === 'string') push(item);
+        else out.push(item);
+        continue;
+      }
+      const kind = item.kind;
+      if (kind === CUT || kind === UNCUT) {
+        if (cut === (kind === CUT) || slot >= 0) return null;
+        cut = kind === CUT;
+        continue;
+      }
+      if (cut) return null;
+      if (kind === PIXEL) {
+        if (slot >= 0) return null;
+        if (opts.opens) push(openPixel(opts.emailId, cfg));
+        pixels++;
+        continue;
+      }
+      if (kind === LINK) {
+        if (slot >= 0 || !plan.slots[item.slot]) return null;
+        slot = item.slot;
+        value = '';
+        continue;
+      }
+      if (slot < 0) return null;
+      let url: string | null = null;
+      if (opts.clicks) {
+        const known = targets.urls[slot];
+        url = known !== undefined ? known : trackableUrl(decodeHref(value, plan.slots[slot]!.quote), targets.own as string[]);
+      }
+      if (!url) push(value);
+      else {
+        const target = clickHref(opts.emailId, url, cfg);
+        push(plan.slots[slot]!.quote === QuoteType.Unquoted ? `"${target}"` : target);
+      }
+      slot = -1;
+    }
+  }
+  if (slot >= 0 || cut || pixels !== (plan.pixelMarked ? 1 : 0)) return null;
+  if (opts.opens && !plan.pixelMarked) push(openPixel(opts.emailId, cfg));
+  return { segments: out, plainLength };
 }
 
 /** The rendered body without markers (what the template renders to without a plan). */

@@ -3,7 +3,7 @@ import { buildHeaderValue, foldLines } from 'nodemailer/lib/mime-funcs';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
 import * as base64 from 'nodemailer/lib/base64';
 import { randomHex } from '../ids';
-import { crlf, dotStuff, type WireWriter } from './wire-writer';
+import { BOUNDARY_MARK, crlf, dotStuff, segmentsEncoding, type HtmlSegments, type WireWriter } from './wire-writer';
 
 interface MimeAddress {
   address: string;
@@ -90,7 +90,6 @@ function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): st
   return line;
 }
 
-const BOUNDARY_MARK = '=_mw_';
 
 /**
  * Content that may go as it is (RFC 2045 `7bit`): ASCII without NUL, no line over 998 octets, and nothing that could
@@ -266,7 +265,7 @@ export const hasEightBitOctets = (message: string) => NON_ASCII.test(message);
  * strings. Returns whether any of it went as 8-bit octets (MAIL FROM then says BODY=8BITMIME). Messages with
  * attachments (never a campaign's) take the string path.
  */
-export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOptions = {}): { eightBit: boolean } {
+export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOptions = {}, htmlSegments?: HtmlSegments): { eightBit: boolean } {
   if (msg.attachments?.length) {
     const raw = wireMessage(buildMime(msg, opts));
     w.raw(raw);
@@ -276,15 +275,16 @@ export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOpti
   const headers = headerBlock(msg);
   let used8bit = hasEightBitOctets(headers);
   w.text(`${headers}\r\n`, true);
+  const html = () => (htmlSegments ? writeSegmentedPart(w, htmlSegments, eightBit) : writeTextPart(w, 'text/html', msg.html, eightBit));
   if (msg.text) {
     const boundary = `${opts.boundary ?? newBoundary()}_a`;
     w.text(`${foldLines(`Content-Type: multipart/alternative; boundary="${boundary}"`, 76)}\r\n\r\n--${boundary}\r\n`, false);
     used8bit = writeTextPart(w, 'text/plain', msg.text, eightBit) || used8bit;
     w.text(`\r\n--${boundary}\r\n`, false);
-    used8bit = writeTextPart(w, 'text/html', msg.html, eightBit) || used8bit;
+    used8bit = html() || used8bit;
     w.text(`\r\n--${boundary}--\r\n`, false);
   } else {
-    used8bit = writeTextPart(w, 'text/html', msg.html, eightBit) || used8bit;
+    used8bit = html() || used8bit;
     w.text('\r\n', false);
   }
   w.raw('.\r\n');
@@ -295,11 +295,25 @@ export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOpti
 function writeTextPart(w: WireWriter, contentType: 'text/plain' | 'text/html', content: string, eightBit: boolean): boolean {
   // Lines are measured as CRLF normalisation makes them; a text without CR is measured as it is (LF ends its lines).
   const encoding = partEncoding(content.includes('\r') ? crlf(content) : content, eightBit);
-  w.text(`Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n`, false);
+  w.text(partHead(contentType, encoding), false);
   if (encoding === 'quoted-printable') {
     w.load(content);
     w.quotedPrintable();
   } else w.plain(content);
+  return encoding === '8bit';
+}
+
+const partHead = (contentType: string, encoding: string) => `Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n`;
+
+/**
+ * The HTML part from its segments: the same bytes as writeTextPart of the text they join to (quoted-printable for a
+ * relay without 8BITMIME and non-ASCII content, or a line over 998 octets).
+ */
+function writeSegmentedPart(w: WireWriter, segments: HtmlSegments, eightBit: boolean): boolean {
+  const encoding = segmentsEncoding(segments, eightBit) ?? 'quoted-printable';
+  w.text(partHead('text/html', encoding), false);
+  if (encoding === 'quoted-printable') w.segmentsQuotedPrintable(segments);
+  else w.segments(segments);
   return encoding === '8bit';
 }
 

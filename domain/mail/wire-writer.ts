@@ -19,6 +19,12 @@ const SP = 0x20;
 const TAB = 0x09;
 const HEX_DIGITS = Buffer.from('0123456789ABCDEF', 'latin1');
 
+/**
+ * How every multipart boundary of ours starts (mime.ts): quoted-printable output never contains it, and a part sent
+ * as it is (7bit, 8bit) is checked not to.
+ */
+export const BOUNDARY_MARK = '=_mw_';
+
 /** CRLF line ends (CR LF, a lone CR and a lone LF each end a line); a text without CR needs only a native replace. */
 export const crlf = (s: string) => (s.includes('\r') ? s.replace(/\r\n|\r|\n/g, '\r\n') : s.replaceAll('\n', '\r\n'));
 
@@ -29,6 +35,25 @@ export const crlf = (s: string) => (s.includes('\r') ? s.replace(/\r\n|\r|\n/g, 
 export function dotStuff(text: string, lineStart = true): string {
   const stuffed = text.includes('\n.') ? text.replace(/\n\./g, '\n..') : text;
   return lineStart && stuffed.charCodeAt(0) === DOT ? `.${stuffed}` : stuffed;
+}
+
+/**
+ * Octets `from` to `to` of `src` (no line end among them) in quoted-printable at `dst[at]`: tab and printable ASCII
+ * but `=` as they are, any other octet as `=XX`. Returns where it stopped. `dst` has room for three octets each.
+ */
+function encodeQp(src: Buffer, from: number, to: number, dst: Buffer, at: number): number {
+  let l = at;
+  for (let i = from; i < to; i++) {
+    const c = src[i]!;
+    if ((c >= SP && c <= 0x7e && c !== EQ) || c === TAB) dst[l++] = c;
+    else {
+      dst[l] = EQ;
+      dst[l + 1] = HEX_DIGITS[c >> 4]!;
+      dst[l + 2] = HEX_DIGITS[c & 15]!;
+      l += 3;
+    }
+  }
+  return l;
 }
 
 /** A growing byte buffer that messages are written into, one after another (reused across a batch). */
@@ -113,23 +138,42 @@ export class WireWriter {
 
   /** One line (octets `from` to `to` of the loaded text) encoded, then written with its soft breaks. */
   private qpLine(from: number, to: number): void {
-    if (this.line.length < (to - from) * 3 + 3) this.line = Buffer.allocUnsafe((to - from) * 3 + 3);
-    const b = this.utf8;
+    this.lineLength = 0;
+    this.qpAppend(this.utf8, from, to);
+    this.qpEndLine();
+  }
+
+  /** The quoted-printable line being built (encoded octets, before the blank rule and soft breaks) and its length. */
+  private lineLength = 0;
+
+  private lineRoom(n: number): void {
+    if (this.lineLength + n <= this.line.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.line.length * 2, this.lineLength + n));
+    this.line.copy(grown, 0, 0, this.lineLength);
+    this.line = grown;
+  }
+
+  /** Octets `from` to `to` of `b` (no line end among them) encoded onto the line. */
+  private qpAppend(b: Buffer, from: number, to: number): void {
+    this.lineRoom((to - from) * 3);
+    this.lineLength = encodeQp(b, from, to, this.line, this.lineLength);
+  }
+
+  /** Encoded octets (a static segment's line) onto the line as they are. */
+  private qpAppendEncoded(encoded: Buffer): void {
+    this.lineRoom(encoded.length);
+    this.lineLength += encoded.copy(this.line, this.lineLength);
+  }
+
+  /** The line written: a blank at its end encoded, soft breaks where it is over 76 characters, dot-stuffed. */
+  private qpEndLine(): void {
     const line = this.line;
-    let l = 0;
-    for (let i = from; i < to; i++) {
-      const c = b[i]!;
-      if ((c >= SP && c <= 0x7e && c !== EQ) || c === TAB) line[l++] = c;
-      else {
-        line[l] = EQ;
-        line[l + 1] = HEX_DIGITS[c >> 4]!;
-        line[l + 2] = HEX_DIGITS[c & 15]!;
-        l += 3;
-      }
-    }
+    let l = this.lineLength;
+    this.lineLength = 0;
     // A blank before the line end is encoded (it would be taken for padding).
     const last = l > 0 ? line[l - 1] : -1;
     if (last === SP || last === TAB) {
+      this.lineRoom(2 + l);
       line[l - 1] = EQ;
       line[l++] = HEX_DIGITS[last >> 4]!;
       line[l++] = HEX_DIGITS[last & 15]!;
@@ -156,6 +200,88 @@ export class WireWriter {
     this.pos = p + l - at;
   }
 
+  private crlfOut(): void {
+    this.ensure(2);
+    this.buf[this.pos++] = CR;
+    this.buf[this.pos++] = LF;
+  }
+
+  /**
+   * An HTML part given as segments, in quoted-printable: the same bytes as `load` and `quotedPrintable` of the text
+   * they join to. A static segment's lines come encoded (without the blank rule and soft breaks, which depend on
+   * what surrounds them); a string is encoded here.
+   */
+  segmentsQuotedPrintable(segments: HtmlSegments): void {
+    this.lineLength = 0;
+    let prevCR = false;
+    for (const seg of segments) {
+      if (typeof seg === 'string') {
+        if (!seg) continue;
+        const s = prevCR && seg.charCodeAt(0) === LF ? seg.slice(1) : seg;
+        prevCR = seg.charCodeAt(seg.length - 1) === CR;
+        if (!s) continue;
+        this.load(s);
+        const b = this.utf8;
+        const n = this.utf8Length;
+        let start = 0;
+        for (let end = 0; end < n; end++) {
+          const c = b[end]!;
+          if (c !== LF && c !== CR) continue;
+          this.qpAppend(b, start, end);
+          this.qpEndLine();
+          this.crlfOut();
+          if (c === CR && end + 1 < n && b[end + 1] === LF) end++;
+          start = end + 1;
+        }
+        this.qpAppend(b, start, n);
+        continue;
+      }
+      const lines = seg.qpLines;
+      // After a CR, a leading LF is the same line end: its empty first line is skipped, and so is the break after it.
+      const first = prevCR && seg.firstCode === LF ? 1 : 0;
+      for (let j = first; j < lines.length; j++) {
+        if (j > first) {
+          this.qpEndLine();
+          this.crlfOut();
+        }
+        this.qpAppendEncoded(lines[j]!);
+      }
+      prevCR = seg.lastCode === CR;
+    }
+    this.qpEndLine();
+  }
+
+  /**
+   * An HTML part given as segments (see HtmlSegments below), written as `plain` writes the text they join to: line
+   * ends CRLF, dot-stuffed, UTF-8. A static segment's bytes are copied as prepared; only the junctions are looked at
+   * (a CR that ends one segment and the LF that starts the next are one line end; a `.` that starts a line is doubled).
+   */
+  segments(segments: HtmlSegments): void {
+    let lineStart = true;
+    let prevCR = false;
+    for (const seg of segments) {
+      if (typeof seg === 'string') {
+        if (!seg) continue;
+        const s = prevCR && seg.charCodeAt(0) === LF ? seg.slice(1) : seg;
+        if (s) this.raw(dotStuff(crlf(s), lineStart));
+        const last = seg.charCodeAt(seg.length - 1);
+        prevCR = last === CR;
+        lineStart = last === CR || last === LF;
+        continue;
+      }
+      let from = 0;
+      if (prevCR && seg.firstCode === LF) from = 2;
+      else if (lineStart && seg.firstCode === DOT) {
+        this.ensure(1);
+        this.buf[this.pos++] = DOT;
+      }
+      this.ensure(seg.bytes.length);
+      this.pos += seg.bytes.copy(this.buf, this.pos, from);
+      prevCR = seg.lastCode === CR;
+      lineStart = seg.lastCode === CR || seg.lastCode === LF;
+    }
+  }
+
   /** The bytes written, copied into memory of their own (transferable: not from Buffer's pool). */
   take(): Buffer {
     const out = Buffer.allocUnsafeSlow(this.pos);
@@ -166,4 +292,160 @@ export class WireWriter {
   reset(): void {
     this.pos = 0;
   }
+}
+
+/**
+ * A run of a template's own HTML, prepared once for the wire: what a campaign's recipients share byte for byte.
+ * Built by `staticText`; the fields describe `text` (its line ends being CRLF, CR or LF) as the encoding choice needs.
+ */
+export interface StaticText {
+  readonly text: string;
+  /** The UTF-8 of `text` with line ends CRLF and every `.` after a line end doubled (a leading one is the writer's). */
+  readonly bytes: Buffer;
+  readonly firstCode: number;
+  readonly lastCode: number;
+  /** Every character is 0x01-0x7f. */
+  readonly ascii: boolean;
+  readonly nul: boolean;
+  readonly boundary: boolean;
+  readonly lines: LineStats;
+  /**
+   * Each line of `text` (split at CRLF, CR, LF) in quoted-printable, without the blank rule and the soft breaks,
+   * which depend on what comes before and after (the writer applies them).
+   */
+  readonly qpLines: readonly Buffer[];
+}
+
+/** What a text's lines measure in UTF-8 octets: the first (the whole text when it has no line end), the last, the longest in between. */
+interface LineStats {
+  readonly lineEnd: boolean;
+  readonly first: number;
+  readonly last: number;
+  readonly inner: number;
+}
+
+/** An HTML part as the text its segments join to: a static segment is prepared once, a string is a recipient's. */
+export type HtmlSegments = readonly (StaticText | string)[];
+
+// eslint-disable-next-line no-control-regex -- NUL and the 8-bit range are what it finds
+const NOT_SEVEN_BIT = /[^\x01-\x7f]/;
+
+const octets = (s: string, ascii: boolean) => (ascii ? s.length : Buffer.byteLength(s, 'utf8'));
+
+/** Line lengths of a text whose lines end in CRLF, CR or LF. */
+function lineStats(s: string, ascii: boolean): LineStats {
+  let first = -1;
+  let inner = 0;
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c !== CR && c !== LF) continue;
+    const length = octets(s.slice(start, i), ascii);
+    if (first < 0) first = length;
+    else if (length > inner) inner = length;
+    if (c === CR && s.charCodeAt(i + 1) === LF) i++;
+    start = i + 1;
+  }
+  const rest = octets(s.slice(start), ascii);
+  return first < 0 ? { lineEnd: false, first: rest, last: rest, inner: 0 } : { lineEnd: true, first, last: rest, inner };
+}
+
+const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+/**
+ * A template's run of text as a segment: prepared (staticText), or the string itself where it starts with a low
+ * surrogate or ends with a high one, which could pair with its neighbour's in the joined text (see appendSegment).
+ */
+export const segmentOf = (text: string): StaticText | string => (isLow(text.charCodeAt(0)) || isHigh(text.charCodeAt(text.length - 1)) ? text : staticText(text));
+
+/**
+ * Adds a segment to a list being built. A string after a string that ends with a high surrogate is joined to it, so a
+ * surrogate pair split across two strings is encoded as the pair it is in the joined text (a prepared segment never
+ * starts or ends with half of one: segmentOf).
+ */
+export function appendSegment(out: (StaticText | string)[], seg: StaticText | string): void {
+  const last = out.length ? out[out.length - 1] : undefined;
+  if (typeof seg === 'string' && typeof last === 'string' && isHigh(last.charCodeAt(last.length - 1))) out[out.length - 1] = last + seg;
+  else out.push(seg);
+}
+
+/** A static segment for `text` (non-empty). */
+function staticText(text: string): StaticText {
+  const ascii = !NOT_SEVEN_BIT.test(text);
+  return {
+    text,
+    bytes: Buffer.from(dotStuff(crlf(text), false), 'utf8'),
+    firstCode: text.charCodeAt(0),
+    lastCode: text.charCodeAt(text.length - 1),
+    ascii,
+    nul: text.includes('\0'),
+    boundary: text.includes(BOUNDARY_MARK),
+    lines: lineStats(text, ascii),
+    qpLines: text.split(/\r\n|\r|\n/).map((line) => {
+      const utf8 = Buffer.from(line, 'utf8');
+      const encoded = Buffer.alloc(utf8.length * 3);
+      return encoded.subarray(0, encodeQp(utf8, 0, utf8.length, encoded, 0));
+    }),
+  };
+}
+
+/**
+ * How the text the segments join to would go (mime.ts `partEncoding`): 7bit when it is ASCII without NUL, 8bit when
+ * the relay takes it and it has no NUL; either way with no line over 998 octets and no boundary mark. Null:
+ * quoted-printable (the caller encodes the joined text).
+ */
+export function segmentsEncoding(segments: HtmlSegments, eightBit: boolean): '7bit' | '8bit' | null {
+  let ascii = true;
+  let line = 0;
+  /** Where the joined text so far may end in the start of a boundary mark (an `=` in its last four characters). */
+  let openMark = false;
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i]!;
+    const text = typeof seg === 'string' ? seg : seg.text;
+    if (!text) continue;
+    // A boundary mark across the junction: the text before (up to its last four characters) and this one's first four.
+    if (openMark && (joinedTail(segments, i) + text.slice(0, 4)).includes(BOUNDARY_MARK)) return null;
+    const eq = text.lastIndexOf('=');
+    openMark = eq >= 0 ? eq >= text.length - 4 : openMark && text.length < 4;
+    let stats: LineStats;
+    if (typeof seg === 'string') {
+      const plain = !NOT_SEVEN_BIT.test(seg);
+      if (!plain) {
+        if (!eightBit || seg.includes('\0')) return null;
+        ascii = false;
+      }
+      if (seg.includes(BOUNDARY_MARK)) return null;
+      if (seg.includes('\n') || seg.includes('\r')) stats = lineStats(seg, plain);
+      else {
+        line += plain ? seg.length : Buffer.byteLength(seg, 'utf8');
+        if (line > 998) return null;
+        continue;
+      }
+    } else {
+      if (!seg.ascii) {
+        if (!eightBit || seg.nul) return null;
+        ascii = false;
+      }
+      if (seg.boundary) return null;
+      stats = seg.lines;
+    }
+    if (!stats.lineEnd) line += stats.first;
+    else {
+      if (line + stats.first > 998 || stats.inner > 998) return null;
+      line = stats.last;
+    }
+    if (line > 998) return null;
+  }
+  return ascii ? '7bit' : '8bit';
+}
+
+/** The last (up to) four characters of the text that the segments before `end` join to. */
+function joinedTail(segments: HtmlSegments, end: number): string {
+  let tail = '';
+  for (let i = end - 1; i >= 0 && tail.length < 4; i--) {
+    const seg = segments[i]!;
+    tail = (typeof seg === 'string' ? seg : seg.text) + tail;
+  }
+  return tail.slice(-4);
 }

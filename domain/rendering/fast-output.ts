@@ -239,7 +239,9 @@ function accelerateOne(tpl: Template): void {
   const kind = node.token?.kind;
   if (kind === TokenKind.HTML && typeof node.str === 'string') {
     node.render = function renderHtml(this: { str: string }, _ctx: Context, emitter: Emitter) {
-      emitter.write(this.str);
+      const pieces = (emitter as Partial<PieceEmitter>).pieces;
+      if (pieces) pieces.push(this as unknown as HtmlNode);
+      else emitter.write(this.str);
     };
     node[SYNC] = true;
     return;
@@ -273,6 +275,25 @@ function accelerateOne(tpl: Template): void {
 export function accelerate<T extends Template[] | undefined>(templates: T): T {
   if (Array.isArray(templates)) for (const tpl of templates) accelerateOne(tpl);
   return templates;
+}
+
+/** A parsed template's run of its own HTML (liquidjs' HTML node), as a PieceEmitter keeps it. */
+export interface HtmlNode {
+  readonly str: string;
+}
+
+/**
+ * An emitter that keeps a render's output as pieces instead of one string: the template's own HTML as its nodes (the
+ * same objects for every recipient, so what is prepared for one serves all), everything else as the strings written.
+ * A campaign message is written to the wire from these (compose/link-plan.ts `trackPieces`).
+ */
+export class PieceEmitter {
+  readonly pieces: (HtmlNode | string)[] = [];
+  buffer = '';
+  write(html: unknown): void {
+    const s = stringify(html);
+    if (s) this.pieces.push(s);
+  }
 }
 
 /** liquidjs' `stringify`, which its emitter writes with: a Drop's value, nil as nothing, arrays joined. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { filters, Liquid, Tokenizer, type LiquidOptions, type Template, type TopLevelToken } from 'liquidjs';
-import { accelerate, renderTemplatesSynchronously } from './fast-output';
+import { Context, filters, Liquid, Tokenizer, type LiquidOptions, type Template, type TopLevelToken } from 'liquidjs';
+import { accelerate, PieceEmitter, renderTemplatesSynchronously, type HtmlNode } from './fast-output';
 import { compile as compileHtmlToText } from 'html-to-text';
 import { Parser } from 'htmlparser2';
 import { AppError } from '../errors';
@@ -375,6 +375,23 @@ export async function compileBody(body: string, field = 'body'): Promise<Compile
   const mjml = isMjml(body);
   const html = mjml ? await compileMjml(body, field) : body;
   return { mjml, html, templates: parse(html, 'html', field) };
+}
+
+/**
+ * Renders a marked body (compileExpandedHtml) for one recipient as pieces (see PieceEmitter): the template's own HTML
+ * as its parsed nodes, the rest as strings. Joined, the pieces are what renderTemplate gives (the markers included,
+ * the size unchecked: the caller checks it without them). Throws TemplateError as renderTemplate does.
+ */
+export function renderPieces(compiled: CompiledBody, variables: Record<string, unknown>, field = 'body'): (HtmlNode | string)[] {
+  const emitter = new PieceEmitter();
+  try {
+    // What Liquid#renderSync does, with this emitter (the engine's renderTemplates is synchronous here: fast-output.ts).
+    const ctx = new Context(variables, htmlEngine.options, { sync: true }, { liquid: htmlEngine });
+    (htmlEngine.renderer as unknown as { renderTemplates(t: Template[], c: Context, e: PieceEmitter): unknown }).renderTemplates(compiled.templates, ctx, emitter);
+  } catch (err) {
+    throw liquidFailure(err, field);
+  }
+  return emitter.pieces;
 }
 
 /** Renders a compiled body for one recipient: the HTML (variables escaped) and its plain-text part. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   composeCacheStats,
   composeEmail,
+  composeWireEmail,
   mimeMessageOf,
   newEmailOf,
   prepareContent,
@@ -11,7 +12,8 @@ import {
 } from '../../domain/compose/composer';
 import { planLinks } from '../../domain/compose/link-plan';
 import { messageIdFor } from '../../domain/emails/message-id';
-import { buildMime } from '../../domain/mail/mime';
+import { buildMime, writeWireMessage } from '../../domain/mail/mime';
+import { WireWriter } from '../../domain/mail/wire-writer';
 import { expandDefaults } from '../../domain/rendering/defaults-sugar';
 import { compileBody, MAX_RENDERED_CHARS, renderBody, renderCounters, renderSubject, TemplateError } from '../../domain/rendering/render';
 import { applyTracking, contactLinks, listUnsubscribeHeaders, type LinkConfig } from '../../domain/tracking/links';
@@ -171,6 +173,39 @@ describe('composeEmail', () => {
     // Text parts too: from a skeleton for some bodies, by html-to-text per recipient for the others.
     expect(skeletons).toBeGreaterThan(0);
     expect(skeletons).toBeLessThan(bodies.length);
+  });
+
+  test('composeWireEmail: the HTML as segments writes the bytes of composeEmail on the generated corpus (7bit, 8bit, quoted-printable)', async () => {
+    const bodies = generatedBodies(120);
+    // Data that makes every encoding and junction happen: non-ASCII, line ends, dots after them, long lines, NUL, a split pair.
+    const data = [...DATA, { name: 'Zoë — 😀\n.dot\r', q: `${'w'.repeat(1200)}\0`, url: 'https://data.example/é?x=1\r\n.', items: ['\ud83d', '\ude00'], flag: true, n: 2 }];
+    let segmented = 0;
+    let messages = 0;
+    for (const [b, body] of bodies.entries()) {
+      const tracking = { opens: b % 2 === 0, clicks: b % 3 !== 0 };
+      const message = await prepareMessage(input(body, { tracking }));
+      for (const d of data) {
+        const recipient = { contactId: randomUUID(), email: 'reader@example.com', data: d, emailId: randomUUID() };
+        const wire = composeWireEmail(message, recipient);
+        const plain = composeEmail(message, recipient);
+        expect({ ...wire.email, html: '', text: '' }).toEqual({ ...plain, html: '', text: '' });
+        if (wire.htmlSegments) segmented++;
+        else expect(wire.email.html).toBe(plain.html);
+        for (const eightBit of [false, true]) {
+          const opts = { eightBit, boundary: '=_mw_0123456789abcdef', date: new Date(0) };
+          const a = new WireWriter(64);
+          writeWireMessage(a, { ...mimeMessageOf(plain), date: opts.date }, opts);
+          const w = new WireWriter(64);
+          writeWireMessage(w, { ...mimeMessageOf(wire.email), date: opts.date }, opts, wire.htmlSegments ?? undefined);
+          if (!w.take().equals(a.take())) throw new Error(`different bytes: ${body} with ${JSON.stringify(d)} (eightBit ${eightBit})`);
+          messages++;
+        }
+      }
+    }
+    expect(messages).toBe(bodies.length * data.length * 2);
+    // Bodies with a plan and a text skeleton go as segments; the hostile rest does not: both ways are compared.
+    expect(segmented).toBeGreaterThan(bodies.length / 2);
+    expect(segmented).toBeLessThan(bodies.length * data.length);
   });
 
   test('marks links once per content, and leaves bodies whose links depend on Liquid to the per-recipient tokenizer', async () => {
@@ -348,7 +383,12 @@ describe('composeEmail', () => {
     const fits = MAX_RENDERED_CHARS - links - 100 * pad.length;
     const at = (extra: number) => composeEmail(message, { contactId: randomUUID(), email: 'r@example.com', data: { pad, tail: 'z'.repeat(fits + extra) } });
     expect(at(0).html).toHaveLength(MAX_RENDERED_CHARS);
-    expect(() => at(1)).toThrow(expect.objectContaining({ statusCode: 422, options: expect.objectContaining({ errors: [expect.objectContaining({ code: 'template_limit_exceeded' })] }) }));
+    const tooLarge = expect.objectContaining({ statusCode: 422, options: expect.objectContaining({ errors: [expect.objectContaining({ code: 'template_limit_exceeded' })] }) });
+    expect(() => at(1)).toThrow(tooLarge);
+    // The same limit when the HTML goes as segments.
+    const wireAt = (extra: number) => composeWireEmail(message, { contactId: randomUUID(), email: 'r@example.com', data: { pad, tail: 'z'.repeat(fits + extra) } });
+    expect(wireAt(0).htmlSegments).not.toBeNull();
+    expect(() => wireAt(1)).toThrow(tooLarge);
   });
 
   test('resolveMessage: the template supplies, explicit values override, and a message without a sender is 422', () => {

@@ -1,5 +1,5 @@
 import { buildMime, partEncoding, wireMessage, writeWireMessage, type MimeMessage } from '../../domain/mail/mime';
-import { crlf, WireWriter } from '../../domain/mail/wire-writer';
+import { appendSegment, crlf, segmentOf, WireWriter, type HtmlSegments, type StaticText } from '../../domain/mail/wire-writer';
 
 // The one-pass writer must give exactly the bytes of the string path (buildMime, then wireMessage, then UTF-8).
 
@@ -80,6 +80,62 @@ describe('writeWireMessage', () => {
     const msg = { ...base, attachments: [{ filename: 'a.txt', content: Buffer.from('hi'), disposition: 'attachment' as const }] };
     const { expected, actual } = both(msg, false);
     expect(actual.equals(expected)).toBe(true);
+  });
+});
+
+describe('writeWireMessage with the HTML as segments', () => {
+  // Built as the composer builds them (link-plan.ts trackPieces): the template's runs by segmentOf, every segment added
+  // by appendSegment; strings may hold anything.
+  const segmentsOf = (pieces: string[], staticWhere: (i: number) => boolean): HtmlSegments => {
+    const out: (StaticText | string)[] = [];
+    pieces.forEach((p, i) => appendSegment(out, p && staticWhere(i) ? segmentOf(p) : p));
+    return out;
+  };
+
+  function compare(html: string, segments: HtmlSegments, eightBit: boolean, w: WireWriter, label: string) {
+    const msg = { ...base, html };
+    const expected = Buffer.from(wireMessage(buildMime(msg, { eightBit, boundary: BOUNDARY })), 'utf8');
+    const start = w.pos;
+    const { eightBit: used } = writeWireMessage(w, { ...msg, html: '' }, { eightBit, boundary: BOUNDARY }, segments);
+    const actual = w.buf.subarray(start, w.pos);
+    if (!actual.equals(expected)) throw new Error(`${label}: ${JSON.stringify(segments.map((s) => (typeof s === 'string' ? s : { static: s.text })))} (eightBit ${eightBit})`);
+    expect(used).toBe(expected.some((b) => b > 0x7f));
+  }
+
+  it('writes the bytes of the joined HTML at every junction that matters (CR then LF, a dot after a line end, a boundary mark across, long lines)', () => {
+    const w = new WireWriter(32);
+    const cases: string[][] = [
+      ['<p>a\r', '\nb</p>'],
+      ['line\r', '\n', '.dot'],
+      ['x\n', '.y', '\r', '\n.z'],
+      ['.', 'starts', '\n', '.', '.'],
+      ['ab=', '_mw_cd'],
+      ['a=_', 'm', 'w_'],
+      ['a', '=', '_mw', '_'],
+      ['c'.repeat(990), 'd'.repeat(8), '\r\n', 'e'],
+      ['c'.repeat(990), 'd'.repeat(9)],
+      ['é'.repeat(495), 'é'.repeat(5)],
+      ['blank ', '\n', 'tab\t', '\r\n', 'end ', ''],
+      ['😀'.slice(0, 1), '😀'.slice(1), ' pair across strings'],
+      ['NUL', '\0', 'here'],
+      ['', '', 'only strings'],
+      ['x'.repeat(70), '=', 'y'.repeat(10), '€'.repeat(30)],
+    ];
+    for (const [n, pieces] of cases.entries()) {
+      for (const eightBit of [false, true]) {
+        for (const where of [() => true, () => false, (i: number) => i % 2 === 0, (i: number) => i % 2 === 1]) compare(pieces.join(''), segmentsOf(pieces, where), eightBit, w, `case ${n}`);
+      }
+    }
+  });
+
+  it('writes the bytes of the joined HTML for random texts cut into random segments (seeded)', () => {
+    const w = new WireWriter(16);
+    for (let seed = 1; seed <= 600; seed++) {
+      const next = prng(seed * 7919);
+      const pieces = Array.from({ length: 1 + Math.floor(next() * 12) }, () => (next() < 0.3 ? PIECES[Math.floor(next() * PIECES.length)]! : randomText(next).slice(0, Math.floor(next() * 200))));
+      const statics = pieces.map(() => next() < 0.5);
+      compare(pieces.join(''), segmentsOf(pieces, (i) => statics[i]!), next() < 0.5, w, `seed ${seed}`);
+    }
   });
 });
 
