@@ -188,7 +188,8 @@ export class WireWriter {
       if (line[at + cut - 1] === EQ) cut -= 1;
       else if (line[at + cut - 2] === EQ) cut -= 2;
       if (line[at] === DOT) out[p++] = DOT;
-      line.copy(out, p, at, at + cut);
+      // A loop, not Buffer#copy: copying part of a buffer makes a view object per call, and a piece is 75 octets.
+      for (let k = 0; k < cut; k++) out[p + k] = line[at + k]!;
       p += cut;
       out[p++] = EQ;
       out[p++] = CR;
@@ -196,8 +197,8 @@ export class WireWriter {
       at += cut;
     }
     if (at < l && line[at] === DOT) out[p++] = DOT;
-    line.copy(out, p, at, l);
-    this.pos = p + l - at;
+    for (let k = at; k < l; k++) out[p++] = line[k]!;
+    this.pos = p;
   }
 
   private crlfOut(): void {

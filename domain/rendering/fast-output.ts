@@ -1,4 +1,4 @@
-import { AssignTag, CaptureTag, IfTag, isFalsy, isTruthy, LiquidError, RenderError, TokenKind, UnlessTag, toValue, toValueSync, type Context, type Emitter, type Liquid, type Template } from 'liquidjs';
+import { AssignTag, CaptureTag, filters as builtinFilters, IfTag, isFalsy, isTruthy, LiquidError, RenderError, TokenKind, UnlessTag, toValue, toValueSync, type Context, type Emitter, type Liquid, type Template } from 'liquidjs';
 
 /**
  * Synchronous renderers for a parsed template's plain HTML and its simple outputs, installed on the parsed nodes.
@@ -124,7 +124,58 @@ function valueEvaluator(value: ValueLike): Evaluate | null {
   };
 }
 
-type FilterStep = { filter: FilterLike; args: (Evaluate | [string, Evaluate])[] };
+type FilterStep = { filter: FilterLike; args: (Evaluate | [string, Evaluate])[]; memo: FilterMemo | null };
+
+/** Results of one pure filter with the same literal arguments, by input string (see MEMOIZED). */
+interface FilterMemo {
+  readonly results: Map<string, unknown>;
+  /** What the filter charges to the render's memory limit for an input (charged again on a hit, as a call would). */
+  readonly cost: (input: string) => number;
+}
+
+const builtin = (name: keyof typeof builtinFilters) => {
+  const impl = builtinFilters[name] as unknown;
+  return typeof impl === 'function' ? impl : (impl as { handler: unknown }).handler;
+};
+
+/**
+ * liquidjs' own filters whose result depends only on the input string and their literal arguments, and costly enough
+ * to remember: a campaign's catalogue text (an article's blurb, a product's title) goes through the same
+ * `strip_html | truncatewords` for every recipient who gets it, and once for the HTML and once for the text part of
+ * each. Each `cost` is what the filter itself charges the memory limit (`memoryLimit.use`), so a remembered result
+ * counts as the call did. A render thread keeps at most MEMO_ENTRIES results per filter and arguments, for at most
+ * MEMO_ARGUMENTS argument lists per filter.
+ */
+const MEMOIZED = new Map<unknown, (args: unknown[]) => (input: string) => number>([
+  [builtin('strip_html'), () => (input) => input.length],
+  [builtin('truncate'), (args) => (input) => input.length + stringify(args[1] ?? '...').length],
+  [builtin('truncatewords'), (args) => (input) => input.length + stringify(args[1] ?? '...').length],
+]);
+const MEMO_ENTRIES = 2048;
+const MEMO_ARGUMENTS = 64;
+/** Memos by filter, then by its literal arguments. */
+const memos = new Map<unknown, Map<string, FilterMemo>>();
+
+/** The memo for a filter whose every argument is a literal (positional), or null. */
+function memoFor(filter: FilterLike): FilterMemo | null {
+  const costOf = MEMOIZED.get(filter.handler);
+  if (!costOf) return null;
+  const args: unknown[] = [];
+  for (const arg of filter.args) {
+    if (Array.isArray(arg) || !('content' in arg)) return null;
+    args.push(arg.content);
+  }
+  const key = JSON.stringify(args);
+  let byArgs = memos.get(filter.handler);
+  if (!byArgs) memos.set(filter.handler, (byArgs = new Map()));
+  let memo = byArgs.get(key);
+  if (!memo) {
+    // Templates with many different arguments (a `truncate` length per output) remember only their first few.
+    if (byArgs.size >= MEMO_ARGUMENTS) return null;
+    byArgs.set(key, (memo = { results: new Map(), cost: costOf(args) }));
+  }
+  return memo;
+}
 
 /** Each filter with its arguments' evaluators, or null when an argument is not a token this handles. */
 function filterSteps(list: FilterLike[]): FilterStep[] | null {
@@ -136,18 +187,42 @@ function filterSteps(list: FilterLike[]): FilterStep[] | null {
       if (!value) return null;
       args.push(Array.isArray(arg) ? [arg[0], value] : value);
     }
-    steps.push({ filter, args });
+    steps.push({ filter, args, memo: memoFor(filter) });
   }
   return steps;
 }
 
 /** `Filter.render` of each in turn: the arguments evaluated, the handler called with liquidjs' `this`. */
 function applyFilters(steps: FilterStep[], value: unknown, ctx: Context): unknown {
-  for (const { filter, args } of steps) {
-    const argv = args.map((a) => (Array.isArray(a) ? [a[0], a[1](ctx)] : a(ctx)));
-    value = settle(filter.handler.apply({ context: ctx, token: filter.token, liquid: filter.liquid }, [value, ...argv]));
+  for (const { filter, args, memo } of steps) {
+    if (memo && typeof value === 'string') {
+      const known = memo.results.get(value);
+      if (known !== undefined || memo.results.has(value)) {
+        (ctx as unknown as { memoryLimit: { use(n: number): void } }).memoryLimit.use(memo.cost(value));
+        value = known;
+        continue;
+      }
+      const input = value;
+      value = callFilter(filter, args, value, ctx);
+      if (memo.results.size >= MEMO_ENTRIES) memo.results.clear();
+      memo.results.set(input, value);
+      continue;
+    }
+    value = callFilter(filter, args, value, ctx);
   }
   return value;
+}
+
+const argument = (a: Evaluate | [string, Evaluate], ctx: Context) => (Array.isArray(a) ? [a[0], a[1](ctx)] : a(ctx));
+
+/** The handler called as liquidjs' Filter.render calls it (`this`, the value, then the arguments), without an array for the usual one or two arguments. */
+function callFilter(filter: FilterLike, args: (Evaluate | [string, Evaluate])[], value: unknown, ctx: Context): unknown {
+  const self = { context: ctx, token: filter.token, liquid: filter.liquid };
+  const h = filter.handler;
+  if (args.length === 0) return settle(h.call(self, value));
+  if (args.length === 1) return settle(h.call(self, value, argument(args[0]!, ctx)));
+  if (args.length === 2) return settle(h.call(self, value, argument(args[0]!, ctx), argument(args[1]!, ctx)));
+  return settle(h.apply(self, [value, ...args.map((a) => argument(a, ctx))]));
 }
 
 type Render = (ctx: Context, emitter: Emitter) => unknown;

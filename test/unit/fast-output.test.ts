@@ -119,6 +119,25 @@ describe('fast output renderers', () => {
     expect(outcome(quick, accelerate(quick.parse(slow)), {})).toMatch(/^error:RenderError:template render limit exceeded/);
   });
 
+  test('a remembered filter result (strip_html, truncate, truncatewords) charges the memory limit as the call does', () => {
+    const small = { ...options, memoryLimit: 50_000 };
+    const reference = new Liquid(small);
+    const fast = new Liquid(small);
+    renderTemplatesSynchronously(fast);
+    const blurb = `<p>${'word '.repeat(600)}</p>`;
+    for (const [n, source] of [
+      [5, '{% for i in (1..N) %}{{ s | strip_html | truncatewords: 4 }}{{ s | truncate: 9, "…" }}{% endfor %}'],
+      [40, '{% for i in (1..N) %}{{ s | strip_html | truncatewords: 4 }}{{ s | truncate: 9, "…" }}{% endfor %}'],
+    ] as const) {
+      const template = source.replace('N', String(n));
+      const expected = outcome(reference, reference.parse(template), { s: blurb });
+      // Twice: the second render finds every result remembered.
+      expect(outcome(fast, accelerate(fast.parse(template)), { s: blurb })).toBe(expected);
+      expect(outcome(fast, accelerate(fast.parse(template)), { s: blurb })).toBe(expected);
+      expect(expected).toMatch(n === 5 ? /^ok:/ : /memory alloc limit exceeded/);
+    }
+  });
+
   test('they are installed on what render.ts parses, and a render still gives what the template says', () => {
     expect(renderTemplate('{% for r in items %}{{ r.t | upcase }};{% endfor %}{{ name ?? "there" }}', { items: [{ t: 'a<' }, { t: 'b' }] }, { html: true })).toBe('A&lt;;B;there');
   });
