@@ -416,7 +416,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
         for (; ahead.length < RENDER_AHEAD && nextBatch < sendable.length; nextBatch += RENDER_BATCH) ahead.push(render(nextBatch));
       };
       fill();
-      const inFlight = new Set<Promise<void>>();
+      const inFlight = new InFlight();
       while (ahead.length) {
         const batch = ahead.shift()!;
         fill();
@@ -430,13 +430,13 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
             continue;
           }
           if (throttle) await throttle.take();
-          while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
-          const p = deliver(deps.smtp, message).then((o) => recorder.add(o));
-          inFlight.add(p);
-          void p.finally(() => inFlight.delete(p));
+          const room = inFlight.below(maxInFlight);
+          if (room) await room;
+          inFlight.track(deliver(deps.smtp, message), (o) => recorder.add(o));
         }
       }
-      await Promise.all(inFlight);
+      const drained = inFlight.below(1);
+      if (drained) await drained;
       await recorder.flush();
       result.cursor = rows[rows.length - 1]!.contactId;
       hooks.heartbeat(result.cursor);
@@ -528,14 +528,66 @@ function listId(name: string, projectId: string, domain: string): string {
 }
 
 /** One SMTP transaction over the pipelined connections (the message was signed where it was rendered); its outcome, never a throw. */
-async function deliver(smtp: SmtpPipelinePool, m: Extract<RenderedMessage, { wire: Buffer }>): Promise<Outcome> {
-  try {
-    const sent = await smtp.send({ from: m.envelope.from, to: m.envelope.to, eightBit: m.eightBit, data: m.wire });
-    return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: sent.response };
-  } catch (err) {
-    const detail = (err as SmtpError).response ?? (err as Error).message;
-    if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail, suppressed: smtpRefusalSuppresses(err as SmtpError) };
-    return { kind: 'retry', id: m.id, error: detail };
+function deliver(smtp: SmtpPipelinePool, m: Extract<RenderedMessage, { wire: Buffer }>): Promise<Outcome> {
+  return smtp.send({ from: m.envelope.from, to: m.envelope.to, eightBit: m.eightBit, data: m.wire }).then(
+    (sent): Outcome => ({ kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: sent.response }),
+    (err: unknown): Outcome => {
+      const detail = (err as SmtpError).response ?? (err as Error).message;
+      if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail, suppressed: smtpRefusalSuppresses(err as SmtpError) };
+      return { kind: 'retry', id: m.id, error: detail };
+    },
+  );
+}
+
+/**
+ * The sends of a chunk that are on the wire: a count and one waiter, where a set of promises raced for a free place
+ * attached a reaction to every send in flight for each message (and each promise pays Node's promise hooks, which
+ * Temporal's AsyncLocalStorage turns on). A handler that throws fails the wait, as a rejected send did before.
+ */
+class InFlight {
+  private count = 0;
+  private waiter: { limit: number; resolve: () => void; reject: (err: unknown) => void } | null = null;
+  private failure: { err: unknown } | null = null;
+
+  track<T>(pending: Promise<T>, done: (value: T) => void): void {
+    this.count++;
+    const fail = (err: unknown) => {
+      this.failure ??= { err };
+    };
+    void pending.then(
+      (value) => {
+        try {
+          done(value);
+        } catch (err) {
+          fail(err);
+        }
+        this.settle();
+      },
+      (err: unknown) => {
+        fail(err);
+        this.settle();
+      },
+    );
+  }
+
+  /** Resolves once fewer than `limit` are in flight (at once if so); rejects with a handler's error. */
+  below(limit: number): Promise<void> | undefined {
+    if (this.failure) return Promise.reject(this.failure.err);
+    if (this.count < limit) return undefined;
+    return new Promise<void>((resolve, reject) => (this.waiter = { limit, resolve, reject }));
+  }
+
+  private settle(): void {
+    this.count--;
+    const w = this.waiter;
+    if (!w) return;
+    if (this.failure) {
+      this.waiter = null;
+      w.reject(this.failure.err);
+    } else if (this.count < w.limit) {
+      this.waiter = null;
+      w.resolve();
+    }
   }
 }
 

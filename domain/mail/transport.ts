@@ -55,16 +55,25 @@ export function sendMeasured<T>(transport: Transporter<T>, mail: SendMailOptions
 }
 
 /** One SMTP send, measured: its duration by outcome and its failures by reason (README › Metrics and health). */
-export async function measureSend<T>(send: () => Promise<T>): Promise<T> {
+export function measureSend<T>(send: () => Promise<T>): Promise<T> {
   const end = smtpSendDuration.startTimer();
+  let pending: Promise<T>;
   try {
-    const result = await send();
-    end({ outcome: 'sent' });
-    return result;
+    pending = send();
   } catch (err) {
-    const reason = smtpErrorReason(err);
-    end({ outcome: reason === '5xx' ? 'rejected' : 'error' });
-    smtpSendErrors.inc({ reason });
-    throw err;
+    pending = Promise.reject(err as Error);
   }
+  // Reactions, not an async function: a campaign measures every message, and each promise pays Node's promise hooks.
+  return pending.then(
+    (result) => {
+      end({ outcome: 'sent' });
+      return result;
+    },
+    (err: unknown) => {
+      const reason = smtpErrorReason(err);
+      end({ outcome: reason === '5xx' ? 'rejected' : 'error' });
+      smtpSendErrors.inc({ reason });
+      throw err;
+    },
+  );
 }
