@@ -310,6 +310,8 @@ export interface StaticText {
   readonly nul: boolean;
   readonly boundary: boolean;
   readonly lines: LineStats;
+  /** Where the last `=` of `text` is (-1: none). */
+  readonly eqAt: number;
   /**
    * Each line of `text` (split at CRLF, CR, LF) in quoted-printable, without the blank rule and the soft breaks,
    * which depend on what comes before and after (the writer applies them).
@@ -383,6 +385,7 @@ function staticText(text: string): StaticText {
     nul: text.includes('\0'),
     boundary: text.includes(BOUNDARY_MARK),
     lines: lineStats(text, ascii),
+    eqAt: text.lastIndexOf('='),
     qpLines: text.split(/\r\n|\r|\n/).map((line) => {
       const utf8 = Buffer.from(line, 'utf8');
       const encoded = Buffer.alloc(utf8.length * 3);
@@ -407,8 +410,9 @@ export function segmentsEncoding(segments: HtmlSegments, eightBit: boolean): '7b
     if (!text) continue;
     // A boundary mark across the junction: the text before (up to its last four characters) and this one's first four.
     if (openMark && (joinedTail(segments, i) + text.slice(0, 4)).includes(BOUNDARY_MARK)) return null;
-    const eq = text.lastIndexOf('=');
-    openMark = eq >= 0 ? eq >= text.length - 4 : openMark && text.length < 4;
+    // Only the last four characters can open a mark (a prepared segment knows its own).
+    const eq = typeof seg === 'string' ? text.lastIndexOf('=') : seg.eqAt;
+    openMark = eq >= 0 && eq >= text.length - 4 ? true : openMark && text.length < 4 && eq < 0;
     let stats: LineStats;
     if (typeof seg === 'string') {
       const plain = !NOT_SEVEN_BIT.test(seg);
