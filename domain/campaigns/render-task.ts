@@ -1,10 +1,10 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
 import { isRenderTimeout } from '../rendering/render';
-import { buildMime, hasEightBitOctets, wireMessage, writeWireMessage } from '../mail/mime';
+import { writeWireMessage } from '../mail/mime';
 import { WireWriter } from '../mail/wire-writer';
-import { signMessage, type DkimSigningKey } from '../mail/dkim-sign';
-import { composeEmail, composeWireEmail, mimeMessageOf, prepareMessage, type ComposedEmail, type MessageInput, type PreparedMessage } from '../compose/composer';
+import { signWritten, type DkimSigningKey } from '../mail/dkim-sign';
+import { composeWireEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
 
 /**
  * Renders a batch of a campaign's messages to the bytes SMTP sends after DATA: the CPU-heavy part of a send (Liquid,
@@ -84,19 +84,11 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
       const data = typeof r.data === 'string' ? (JSON.parse(r.data) as Record<string, unknown>) : r.data;
       const recipient = { contactId: r.contactId, email: r.email, data, emailId: r.id };
       const start = writer.pos;
-      let eightBit: boolean;
-      let email: ComposedEmail;
-      if (task.dkim) {
-        // The signature covers the message as a string (dkim-sign.ts); it goes the string way.
-        email = composeEmail(ready, recipient);
-        const signed = signMessage(buildMime(mimeMessageOf(email), { eightBit: eightBitRelay }), task.dkim);
-        writer.raw(wireMessage(signed));
-        eightBit = hasEightBitOctets(signed);
-      } else {
-        const composed = composeWireEmail(ready, recipient);
-        email = composed.email;
-        eightBit = writeWireMessage(writer, mimeMessageOf(email), { eightBit: eightBitRelay }, composed.htmlSegments ?? undefined).eightBit;
-      }
+      const composed = composeWireEmail(ready, recipient);
+      const email = composed.email;
+      const eightBit = writeWireMessage(writer, mimeMessageOf(email), { eightBit: eightBitRelay }, composed.htmlSegments ?? undefined).eightBit;
+      // The signature goes in front of the written message (the field is ASCII: the message's octets stay as they are).
+      if (task.dkim) signWritten(writer, start, task.dkim);
       return { id: r.id, subject: email.subject, messageId: email.messageId, envelope: { from: email.envelope.from, to: r.email }, eightBit: eightBitRelay && eightBit, start, end: writer.pos };
     } catch (err) {
       if (isRenderTimeout(err)) return { id: r.id, retry: (err as Error).message };

@@ -1,5 +1,6 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { domainToASCII } from 'node:url';
+import type { WireWriter } from './wire-writer';
 
 /**
  * DKIM signing (RFC 6376: rsa-sha256, relaxed/relaxed) of a whole message built by buildMime.
@@ -109,13 +110,20 @@ function foldTags(indent: number, tags: string[]): string {
  * signature's time (t=).
  */
 export function signMessage(raw: string, k: DkimSigningKey, now = new Date()): string {
-  const { key, domain } = signingKey(k);
   const split = raw.indexOf('\r\n\r\n');
   const head = split < 0 ? raw : raw.slice(0, split);
   const body = split < 0 ? '' : raw.slice(split + 4);
+  return `${signatureField(head, bodyHash(body), k, now)}\r\n${raw}`;
+}
+
+/** The body hash (bh=) of a body: SHA-256 of its relaxed form. `latin1`: the body is its octets, one character each. */
+const bodyHash = (body: string, encoding: 'utf8' | 'latin1' = 'utf8') => createHash('sha256').update(relaxedBody(body), encoding).digest('base64');
+
+/** The DKIM-Signature field (without its line end) for a header block and a body hash. */
+function signatureField(head: string, bh: string, k: DkimSigningKey, now: Date): string {
+  const { key, domain } = signingKey(k);
   const fields = lastFields(head);
   const names = SIGNED_FIELDS.filter((n) => fields.has(n));
-  const bh = createHash('sha256').update(relaxedBody(body)).digest('base64');
   const FIELD = 'DKIM-Signature';
   // b= starts a line of its own, and its value is folded at 72 characters (folding white space is allowed in it).
   const tags = `${foldTags(FIELD.length + 2, [
@@ -133,5 +141,29 @@ export function signMessage(raw: string, k: DkimSigningKey, now = new Date()): s
   const b = sign('sha256', Buffer.from(signed), key).toString('base64');
   const chunks: string[] = [];
   for (let i = 0; i < b.length; i += 72) chunks.push(b.slice(i, i + 72));
-  return `${FIELD}: ${tags}${chunks.join('\r\n ')}\r\n${raw}`;
+  return `${FIELD}: ${tags}${chunks.join('\r\n ')}`;
+}
+
+/** Dot-stuffing undone (RFC 5321 4.5.2) in text that starts a line: a line's leading `..` is one `.`. */
+const unstuff = (text: string) => (text.includes('\n..') ? text.replace(/\n\.\./g, '\n.') : text);
+
+/**
+ * Signs a message already written to the wire (writeWireMessage: dot-stuffed, with its terminating `.` line) from
+ * octet `start` of `w` to its end, putting the DKIM-Signature field in front of it: the same bytes as
+ * `wireMessage(signMessage(raw))` for the message `raw` it was written from. The body is read as octets (latin1, one
+ * character each): relaxed canonicalization only looks at spaces, tabs and line ends, which UTF-8 never uses inside a
+ * character.
+ */
+export function signWritten(w: WireWriter, start: number, k: DkimSigningKey, now = new Date()): void {
+  const end = w.pos - 3; // the terminating `.` line
+  const split = w.buf.indexOf('\r\n\r\n', start, 'latin1');
+  const headEnd = split < 0 || split >= end ? end : split;
+  // From the line end before each part, so a line's leading dot is found there too.
+  const head = unstuff(`\r\n${w.buf.toString('utf8', start, headEnd)}`).slice(2);
+  const body = headEnd + 4 <= end ? unstuff(w.buf.toString('latin1', headEnd + 2, end)).slice(2) : '';
+  const field = `${signatureField(head, bodyHash(body, 'latin1'), k, now)}\r\n`;
+  w.ensure(field.length);
+  w.buf.copyWithin(start + field.length, start, w.pos);
+  w.buf.write(field, start, 'latin1');
+  w.pos += field.length;
 }

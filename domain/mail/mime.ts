@@ -257,7 +257,7 @@ function headerBlock(msg: MimeMessage): string {
 const NON_ASCII = /[^\x00-\x7f]/;
 
 /** Whether a message has an octet over 127 (MAIL FROM then says BODY=8BITMIME). */
-export const hasEightBitOctets = (message: string) => NON_ASCII.test(message);
+const hasEightBitOctets = (message: string) => NON_ASCII.test(message);
 
 /**
  * The message buildMime makes, dot-stuffed with its terminating line as wireMessage makes it, written into `w` as

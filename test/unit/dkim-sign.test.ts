@@ -1,6 +1,7 @@
 import { dkimVerify } from 'mailauth';
-import { buildMime, type MimeMessage } from '../../domain/mail/mime';
-import { relaxedBody, signMessage } from '../../domain/mail/dkim-sign';
+import { buildMime, wireMessage, writeWireMessage, type MimeMessage } from '../../domain/mail/mime';
+import { WireWriter } from '../../domain/mail/wire-writer';
+import { relaxedBody, signMessage, signWritten } from '../../domain/mail/dkim-sign';
 import { generateDkimKeyPair, type DkimKeyPair } from '../../domain/domains/dkim';
 
 /** Signatures are checked by mailauth's verifier (an implementation of its own) against a key served by a stub resolver. */
@@ -64,6 +65,34 @@ describe('signMessage (DKIM, rsa-sha256, relaxed/relaxed)', () => {
   test('a message without a body and a single-part one verify too', async () => {
     const head = `From: news@${DOMAIN}\r\nTo: ada@example.org\r\nSubject: Hi\r\n`;
     for (const raw of [`${head}\r\n`, `${head}\r\nJust text\r\n`]) expect((await verify(signMessage(raw, key())))[0]!.status.result).toBe('pass');
+  });
+
+  test('signWritten: a message written to the wire and signed there is byte for byte wireMessage(signMessage(buildMime(...))), and verifies', async () => {
+    const now = new Date('2026-11-27T12:00:00Z');
+    const boundary = '=_mw_0123456789abcdef';
+    const w = new WireWriter(64);
+    const cases: Partial<MimeMessage>[] = [
+      {},
+      { text: null },
+      // Lines that start with dots (dot-stuffed on the wire, not in what is signed), 8-bit text, NUL, long lines.
+      { html: '.dot\n..two\r\n<p>\tend  </p>\n.', text: '.\n..\r\n. x' },
+      { html: `<p>${'é'.repeat(600)}</p>\n${'w'.repeat(1200)}`, text: 'café —  \0 ' },
+      { html: '', text: '' },
+    ];
+    for (const [i, c] of cases.entries()) {
+      for (const eightBit of [false, true]) {
+        const msg = { ...message, ...c };
+        const expected = Buffer.from(wireMessage(signMessage(buildMime(msg, { eightBit, boundary }), key(), now)), 'utf8');
+        const start = w.pos;
+        writeWireMessage(w, msg, { eightBit, boundary });
+        signWritten(w, start, key(), now);
+        const actual = w.buf.subarray(start, w.pos);
+        if (!actual.equals(expected)) throw new Error(`case ${i} (eightBit ${eightBit}): the bytes differ`);
+        // What verifies is the message as it was before dot-stuffing.
+        const raw = actual.subarray(0, -3).toString('utf8').replace(/\r\n\.\./g, '\r\n.');
+        expect((await verify(raw))[0]!.status.result).toBe('pass');
+      }
+    }
   });
 
   test('relaxedBody: line-end white space dropped, runs folded to one space, trailing empty lines removed, CRLF at the end', () => {
