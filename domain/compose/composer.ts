@@ -268,7 +268,7 @@ function compose(message: PreparedMessage, recipient: ComposeRecipient, segmente
   const track = { emailId, opens: tracking.opens, clicks: tracking.clicks };
   let html = '';
   let htmlSegments: HtmlSegments | null = null;
-  let plainLength: number;
+  let plainLength = 0;
   let rendered: string | null = null;
   if (segmented && content.plan && message.targets && content.text) {
     const pieces = renderPieces(content.body, variables);
@@ -290,7 +290,7 @@ function compose(message: PreparedMessage, recipient: ComposeRecipient, segmente
     plainLength = body.plainLength;
   }
   // Marked bodies are size-checked here, without their markers, so the limit means what it always meant.
-  if (content.body.marked) assertRenderedSize(plainLength!, 'body');
+  if (content.body.marked) assertRenderedSize(plainLength, 'body');
   const email: ComposedEmail = {
     emailId,
     contactId: recipient.contactId,

@@ -339,16 +339,7 @@ export function finishTracking(
     const value = rendered.slice(slotEnd + 1, end);
     text += value;
     plainLength += value.length;
-    let url: string | null = null;
-    if (opts.clicks) {
-      const known = targets.urls[index];
-      url = known !== undefined ? known : trackableUrl(decodeHref(value, slot.quote), targets.own as string[]);
-    }
-    if (!url) html += value;
-    else {
-      const target = clickHref(opts.emailId, url, cfg);
-      html += slot.quote === QuoteType.Unquoted ? `"${target}"` : target;
-    }
+    html += slotHref(value, index, slot, targets, opts, cfg);
     pos = end + MARK.length + 1;
   }
   if (cut || pixels !== (plan.pixelMarked ? 1 : 0)) return null;
@@ -449,22 +440,25 @@ export function trackPieces(
         continue;
       }
       if (slot < 0) return null;
-      let url: string | null = null;
-      if (opts.clicks) {
-        const known = targets.urls[slot];
-        url = known !== undefined ? known : trackableUrl(decodeHref(value, plan.slots[slot]!.quote), targets.own as string[]);
-      }
-      if (!url) push(value);
-      else {
-        const target = clickHref(opts.emailId, url, cfg);
-        push(plan.slots[slot]!.quote === QuoteType.Unquoted ? `"${target}"` : target);
-      }
+      push(slotHref(value, slot, plan.slots[slot]!, targets, opts, cfg));
       slot = -1;
     }
   }
   if (slot >= 0 || cut || pixels !== (plan.pixelMarked ? 1 : 0)) return null;
   if (opts.opens && !plan.pixelMarked) push(openPixel(opts.emailId, cfg));
   return { segments: out, plainLength };
+}
+
+/** What a link slot's value (its href as rendered) becomes: the click redirect when it is tracked, else itself. */
+function slotHref(value: string, index: number, slot: LinkSlot, targets: SlotTargets, opts: { emailId: string; clicks: boolean }, cfg: LinkConfig): string {
+  let url: string | null = null;
+  if (opts.clicks) {
+    const known = targets.urls[index];
+    url = known !== undefined ? known : trackableUrl(decodeHref(value, slot.quote), targets.own as string[]);
+  }
+  if (!url) return value;
+  const target = clickHref(opts.emailId, url, cfg);
+  return slot.quote === QuoteType.Unquoted ? `"${target}"` : target;
 }
 
 /** The rendered body without markers (what the template renders to without a plan). */

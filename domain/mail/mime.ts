@@ -90,7 +90,6 @@ function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): st
   return line;
 }
 
-
 /**
  * Content that may go as it is (RFC 2045 `7bit`): ASCII without NUL, no line over 998 octets, and nothing that could
  * be taken for one of our boundaries. Rendered HTML and text are usually all of that, and quoted-printable encoding

@@ -116,31 +116,29 @@ export class WireWriter {
    * lines over 76 characters broken with soft breaks (75 characters and `=`) that never split an `=XX`; dot-stuffed.
    */
   quotedPrintable(): void {
+    this.lineLength = 0;
+    this.qpLoaded();
+    this.qpEndLine();
+  }
+
+  /**
+   * The loaded text onto the quoted-printable line being built: each line end (CR LF, a lone CR or a lone LF) writes
+   * the line and a CRLF; the text's last line stays open for what follows.
+   */
+  private qpLoaded(): void {
     const b = this.utf8;
     const n = this.utf8Length;
     let start = 0;
-    for (;;) {
-      let end = start;
-      while (end < n) {
-        const c = b[end]!;
-        if (c === LF || c === CR) break;
-        end++;
-      }
-      this.qpLine(start, end);
-      if (end >= n) return;
-      // CR LF, a lone CR or a lone LF: one line end.
-      start = b[end] === CR && end + 1 < n && b[end + 1] === LF ? end + 2 : end + 1;
-      this.ensure(2);
-      this.buf[this.pos++] = CR;
-      this.buf[this.pos++] = LF;
+    for (let end = 0; end < n; end++) {
+      const c = b[end]!;
+      if (c !== LF && c !== CR) continue;
+      this.qpAppend(b, start, end);
+      this.qpEndLine();
+      this.crlfOut();
+      if (c === CR && end + 1 < n && b[end + 1] === LF) end++;
+      start = end + 1;
     }
-  }
-
-  /** One line (octets `from` to `to` of the loaded text) encoded, then written with its soft breaks. */
-  private qpLine(from: number, to: number): void {
-    this.lineLength = 0;
-    this.qpAppend(this.utf8, from, to);
-    this.qpEndLine();
+    this.qpAppend(b, start, n);
   }
 
   /** The quoted-printable line being built (encoded octets, before the blank rule and soft breaks) and its length. */
@@ -222,19 +220,7 @@ export class WireWriter {
         prevCR = seg.charCodeAt(seg.length - 1) === CR;
         if (!s) continue;
         this.load(s);
-        const b = this.utf8;
-        const n = this.utf8Length;
-        let start = 0;
-        for (let end = 0; end < n; end++) {
-          const c = b[end]!;
-          if (c !== LF && c !== CR) continue;
-          this.qpAppend(b, start, end);
-          this.qpEndLine();
-          this.crlfOut();
-          if (c === CR && end + 1 < n && b[end + 1] === LF) end++;
-          start = end + 1;
-        }
-        this.qpAppend(b, start, n);
+        this.qpLoaded();
         continue;
       }
       const lines = seg.qpLines;
@@ -397,7 +383,7 @@ function staticText(text: string): StaticText {
 /**
  * How the text the segments join to would go (mime.ts `partEncoding`): 7bit when it is ASCII without NUL, 8bit when
  * the relay takes it and it has no NUL; either way with no line over 998 octets and no boundary mark. Null:
- * quoted-printable (the caller encodes the joined text).
+ * quoted-printable (WireWriter#segmentsQuotedPrintable).
  */
 export function segmentsEncoding(segments: HtmlSegments, eightBit: boolean): '7bit' | '8bit' | null {
   let ascii = true;
@@ -412,7 +398,7 @@ export function segmentsEncoding(segments: HtmlSegments, eightBit: boolean): '7b
     if (openMark && (joinedTail(segments, i) + text.slice(0, 4)).includes(BOUNDARY_MARK)) return null;
     // Only the last four characters can open a mark (a prepared segment knows its own).
     const eq = typeof seg === 'string' ? text.lastIndexOf('=') : seg.eqAt;
-    openMark = eq >= 0 && eq >= text.length - 4 ? true : openMark && text.length < 4 && eq < 0;
+    openMark = eq >= 0 ? eq >= text.length - 4 : openMark && text.length < 4;
     let stats: LineStats;
     if (typeof seg === 'string') {
       const plain = !NOT_SEVEN_BIT.test(seg);
