@@ -160,7 +160,8 @@ export class EventDispatcher {
   private retryTimer?: NodeJS.Timeout;
   private retryAt = Infinity;
   private running?: Promise<void>;
-  private again = false;
+  /** What was asked for while a drain ran: another drain after it (`all` wins over `tallies`). */
+  private again: 'all' | 'tallies' | null = null;
   private stopped = false;
 
   constructor(
@@ -241,26 +242,32 @@ export class EventDispatcher {
     await this.pool.end();
   }
 
-  /** Asks for a drain: starts one, or another one after the one in progress. */
-  kick(): void {
+  /**
+   * Asks for a drain: starts one, or another one after the one in progress. `tallies`: only tallies were added (their
+   * trigger's notification), so the drain folds tallies and runs no consumer round; a full drain folds them too.
+   */
+  kick(what: 'all' | 'tallies' = 'all'): void {
     if (this.stopped) return;
     if (this.running) {
-      this.again = true;
+      if (this.again !== 'all') this.again = what;
       return;
     }
     this.running = (async () => {
       const gap = this.opts.minDrainIntervalMs ?? 50;
-      do {
-        this.again = false;
+      let next: 'all' | 'tallies' | null = what;
+      while (next && !this.stopped) {
+        this.again = null;
         const started = Date.now();
         try {
-          await this.drain();
+          if (next === 'all') await this.drain();
+          else await this.drainTallies();
         } catch (err) {
           logger.error({ err }, 'event dispatcher: drain failed; retrying at the next wake-up');
         }
         const wait = started + gap - Date.now();
         if (this.again && wait > 0 && !this.stopped) await new Promise((r) => setTimeout(r, wait));
-      } while (this.again && !this.stopped);
+        next = this.again;
+      }
     })().finally(() => {
       this.running = undefined;
     });
@@ -271,8 +278,7 @@ export class EventDispatcher {
    * returns how many events were handed over.
    */
   async drain(): Promise<number> {
-    const taker = this.consumers.find((c) => c.takeTallies);
-    const [counts] = await Promise.all([Promise.all(this.consumers.map((c) => this.drainConsumer(c))), taker ? this.drainTallies(taker) : 0]);
+    const [counts] = await Promise.all([Promise.all(this.consumers.map((c) => this.drainConsumer(c))), this.drainTallies()]);
     return counts.reduce((a, b) => a + b, 0);
   }
 
@@ -281,9 +287,10 @@ export class EventDispatcher {
    * WAL flush: a batch lost in a crash is taken again, its removal lost with its counts); tallies are not per contact,
    * so any number of dispatchers take disjoint batches (the taker skips locked rows).
    */
-  private async drainTallies(taker: EventConsumer): Promise<number> {
+  private async drainTallies(): Promise<number> {
+    const taker = this.consumers.find((c) => c.takeTallies);
     let total = 0;
-    while (!this.stopped) {
+    while (taker && !this.stopped) {
       const n = await transaction(this.pool, (tx) => taker.takeTallies!(tx), { synchronousCommit: false });
       total += n;
       if (n < TALLY_BATCH) break;
@@ -476,7 +483,7 @@ export class EventDispatcher {
       if (this.stopped) return;
       setTimeout(() => void this.listen(), 1_000).unref();
     };
-    client.on('notification', () => this.kick());
+    client.on('notification', (msg) => this.kick(msg.payload === 'tallies' ? 'tallies' : 'all'));
     client.on('error', (err) => {
       logger.warn({ err }, 'event dispatcher lost its LISTEN connection; polling until it is back');
       client.end().catch(() => undefined);

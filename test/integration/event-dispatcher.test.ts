@@ -358,5 +358,35 @@ describe('event outbox dispatcher', () => {
     expect(await outboxRows(name)).toEqual([]);
     await db().query(`drop table ${table}`);
   });
+
+  test('a tally wakes a listening dispatcher to fold tallies only; an event wakes it for the consumer rounds too', async () => {
+    const name = consumerName('tally-wake');
+    const got: string[] = [];
+    let takes = 0;
+    // This consumer counts the calls and takes nothing: the stack's worker folds the row into the rollups as always.
+    const d = await dispatcherFor({ name, eventNames: ['tally_wake'], handle: async (events) => void got.push(...events.map((e) => e.id)), takeTallies: async () => (takes++, 0) });
+    const rounds = jest.spyOn(d as unknown as { drainConsumer: (c: EventConsumer) => Promise<number> }, 'drainConsumer');
+    await d.start();
+    const waitFor = async (what: string, done: () => boolean) => {
+      const deadline = Date.now() + 10_000;
+      while (!done()) {
+        if (Date.now() > deadline) throw new Error(`no ${what}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    // start() drains once; then the tally's notification alone.
+    await waitFor('first drain', () => takes > 0 && rounds.mock.calls.length > 0);
+    await new Promise((r) => setTimeout(r, 200));
+    const roundsBefore = rounds.mock.calls.length;
+    const takesBefore = takes;
+    await db().query(`insert into event_tallies (project_id, rollup, key, hour, count) values ($1, 'analytics_hourly', 'sent', date_trunc('hour', now(), 'UTC'), 1)`, [projectId]);
+    await waitFor('tally drain', () => takes > takesBefore);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(rounds.mock.calls.length).toBe(roundsBefore);
+    const [contact] = await contacts(1);
+    const [id] = await record([contact!], 'tally_wake');
+    await waitFor('event delivery', () => got.includes(id!));
+    expect(rounds.mock.calls.length).toBeGreaterThan(roundsBefore);
+  });
 });
 
