@@ -1,4 +1,4 @@
-import { AssignTag, CaptureTag, filters as builtinFilters, IfTag, isFalsy, isTruthy, LiquidError, RenderError, TokenKind, UnlessTag, toValue, toValueSync, type Context, type Emitter, type Liquid, type Template } from 'liquidjs';
+import { AssignTag, CaptureTag, Context as LiquidContext, filters as builtinFilters, ForTag, IfTag, Liquid as LiquidEngine, isFalsy, isTruthy, LiquidError, RenderError, TokenKind, UnlessTag, toValue, toValueSync, type Context, type Emitter, type Liquid, type Template } from 'liquidjs';
 
 /**
  * Synchronous renderers for a parsed template's plain HTML and its simple outputs, installed on the parsed nodes.
@@ -237,9 +237,12 @@ interface TagLike {
   /** assign */
   key?: string;
   value?: ValueLike;
-  /** capture */
+  /** capture; for: the loop variable */
   variable?: string;
   templates?: Template[];
+  /** for */
+  collection?: TokenLike & { getText(): string };
+  hash?: { hash: Record<string, TokenLike | undefined> };
 }
 
 /** `instanceof` without narrowing (the tag is typed by the fields read here, not by liquidjs' classes). */
@@ -247,9 +250,38 @@ const is = (value: unknown, type: abstract new (...args: never[]) => unknown): b
 
 const bottom = (ctx: Context) => (ctx as unknown as { bottom(): Record<string, unknown> }).bottom();
 
+/** ForTag's modifiers, in the order it applies them (unless `orderedFilterParameters`). */
+const LOOP_MODIFIERS = ['offset', 'limit', 'reversed'];
+
+/** liquidjs' `createScope`: a scope object without a prototype. */
+const createScope = (from: object): object => Object.assign(Object.create(null) as object, from);
+
+/** liquidjs' `toEnumerable`: what a `for` iterates over. */
+function toEnumerable(value: unknown): unknown[] {
+  const v = toValue(value);
+  if (Array.isArray(v)) return v;
+  if (typeof v === 'string') return v.length > 0 ? [v] : [];
+  const object = v !== null && (typeof v === 'object' || typeof v === 'function');
+  if (object && Symbol.iterator in v) return Array.from(v as Iterable<unknown>);
+  if (object) return Object.keys(v).map((key) => [key, (v as Record<string, unknown>)[key]]);
+  return [];
+}
+
+let forloopClass: (new (length: number, collection: string, variable: string) => unknown) | undefined;
+/** liquidjs' ForloopDrop (not exported): the class of the `forloop` a loop of its own puts in scope, taken once. */
+function forloopDrop(): new (length: number, collection: string, variable: string) => unknown {
+  if (!forloopClass) {
+    const ctx = new LiquidContext({ a: [0] });
+    const engine = new LiquidEngine();
+    engine.renderSync(engine.parse('{% for x in a %}{% assign f = forloop %}{% endfor %}'), ctx);
+    forloopClass = (bottom(ctx).f as object).constructor as unknown as typeof forloopClass;
+  }
+  return forloopClass!;
+}
+
 /**
  * Synchronous renders of the tags a campaign template repeats per recipient and per loop iteration: `if`, `unless`,
- * `assign` and `capture`. Each takes liquidjs' steps in its order (IfTag, UnlessTag, AssignTag, CaptureTag) without
+ * `assign`, `capture` and `for`. Each takes liquidjs' steps in its order (IfTag, UnlessTag, AssignTag, CaptureTag, ForTag) without
  * a generator per render and per value. The tag's own values are evaluated first; if that throws, the tag is rendered
  * by liquidjs instead (nothing was written yet), so an error reads as it always has. Null for any other tag, and for
  * a value this does not handle.
@@ -301,6 +333,55 @@ function tagRenderer(tag: TagLike, original: Render): Render | null {
     return function renderCapture(ctx, emitter) {
       if (!isSync(ctx)) return original.call(tag, ctx, emitter);
       bottom(ctx)[variable] = renderList(templates, ctx);
+    };
+  }
+  if (is(tag, ForTag) && tag.collection && tag.hash && tag.templates && tag.variable !== undefined) {
+    const collection = tokenEvaluator(tag.collection);
+    const hashed = Object.entries(tag.hash.hash).map(([key, token]) => ({ key, value: token === undefined ? null : tokenEvaluator(token) }));
+    if (!collection || hashed.some((h, i) => h.value === null && Object.values(tag.hash!.hash)[i] !== undefined)) return null;
+    const { templates, variable } = tag;
+    const elseTemplates = tag.elseTemplates ?? [];
+    const collectionText = tag.collection.getText();
+    const continueKey = `continue-${variable}-${collectionText}`;
+    const ordered = (tag.liquid as unknown as { options: { orderedFilterParameters?: boolean } }).options.orderedFilterParameters;
+    type LoopContext = Context & { push(scope: object): void; pop(): void; getRegister(key: string, d?: unknown): unknown; setRegister(key: string, v: unknown): void; breakCalled: boolean; continueCalled: boolean };
+    return function renderFor(context, emitter) {
+      if (!isSync(context)) return original.call(tag, context, emitter);
+      const ctx = context as LoopContext;
+      let items: unknown[];
+      const hash: Record<string, unknown> = {};
+      try {
+        items = toEnumerable(collection(ctx));
+        if (items.length) {
+          ctx.push(createScope({ continue: ctx.getRegister(continueKey, {}) }));
+          try {
+            for (const h of hashed) hash[h.key] = h.value === null ? true : h.value(ctx);
+          } finally {
+            ctx.pop();
+          }
+        }
+      } catch {
+        return original.call(tag, context, emitter);
+      }
+      if (!items.length) {
+        renderList(elseTemplates, ctx, emitter);
+        return;
+      }
+      const modifiers = ordered ? Object.keys(hash).filter((k) => LOOP_MODIFIERS.includes(k)) : LOOP_MODIFIERS.filter((k) => hash[k] !== undefined);
+      for (const m of modifiers) items = m === 'offset' ? items.slice(hash.offset as number) : m === 'limit' ? items.slice(0, hash.limit as number) : [...items].reverse();
+      ctx.setRegister(continueKey, ((hash.offset as number) || 0) + items.length);
+      const forloop = new (forloopDrop())(items.length, collectionText, variable) as { next(): void };
+      const scope = createScope({ forloop }) as Record<string, unknown>;
+      ctx.push(scope);
+      for (const item of items) {
+        scope[variable] = item;
+        ctx.continueCalled = ctx.breakCalled = false;
+        renderList(templates, ctx, emitter);
+        if (ctx.breakCalled) break;
+        forloop.next();
+      }
+      ctx.continueCalled = ctx.breakCalled = false;
+      ctx.pop();
     };
   }
   return null;

@@ -47,6 +47,10 @@ const TEMPLATES = [
   '{% for r in items %}{% capture t %}[{{ r.title | truncate: 6 }}]{% endcapture %}{{ t }}{% else %}empty{% endfor %}{% for ch in name %}{{ ch }}{% endfor %}{% for kv in map %}{{ kv[0] }}={{ kv[1] }} {% endfor %}',
   '{% tablerow r in items cols: 2 %}{{ r.title }}{% endtablerow %}{% for r in items %}{{ r.title | explode }}{{ name | explode }}{% endfor %}',
   '{% for i in (1..3) %}{% for j in (1..i) %}{{ j }}{% endfor %}{% unless forloop.last %}-{% endunless %}{% endfor %}{{ 1 | divided_by: zero }}',
+  // for (rendered synchronously): `offset: continue` of the same loop, modifiers from variables and in written order, a
+  // forloop written out, collections that are not arrays (nil, a number, a string, an object), a limit that fails.
+  '{% for r in items limit: 2 %}{{ r.title }}{% endfor %}|{% for r in items offset: continue limit: idx %}{{ r.title }}{{ forloop }}{% endfor %}|{% for r in items offset: continue %}{{ r.title }}{% else %}done{% endfor %}',
+  '{% for r in items limit: idx reversed offset: idx %}{{ r.price }}{% endfor %}|{% for r in missing %}x{% else %}nil{% endfor %}|{% for r in zero %}{{ r }}{% else %}num{% endfor %}|{% for r in items limit: name %}{{ r.title }}{% endfor %}',
   // Tags rendered synchronously (if, unless, assign, capture): operators, literals, filters in conditions, errors.
   '{% if name and flag %}a{% elsif name or flag %}b{% endif %}{% if not flag %}c{% endif %}{% if name contains "da" %}d{% endif %}{% if items contains 3 %}e{% endif %}',
   '{% if items == empty %}empty{% endif %}{% if name == blank %}blank{% endif %}{% if missing == nil %}nil{% endif %}{% if zero >= 0 and idx < 2 %}cmp{% endif %}{% if price != 3 %}ne{% else %}eq{% endif %}',
