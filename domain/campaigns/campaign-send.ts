@@ -313,6 +313,9 @@ type Outcome =
 const FLUSH_MS = 25;
 const FLUSH_COUNT = 200;
 
+/** Sends in flight per SMTP connection of the pool (see maxInFlight in sendCampaignPartition). */
+export const SENDS_PER_CONNECTION = 4;
+
 /** Recipients rendered per task of the render pool: large enough to amortize the hand-over, small enough to overlap. */
 const RENDER_BATCH = 50;
 /** Render batches dispatched ahead of the one being sent. */
@@ -363,7 +366,11 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   // A throttled share reads about a second's worth per chunk, so a pause or cancel still takes effect within a second.
   const chunkSize = throttle ? Math.max(1, Math.min(deps.config.campaigns.chunkSize, Math.ceil(rate))) : deps.config.campaigns.chunkSize;
   const recorder = new OutcomeRecorder(em, input.campaignId);
-  const maxInFlight = Math.max(2, deps.config.smtp.poolSize * 2);
+  // Four sends a connection: one whose content awaits its reply, one whose envelope awaits DATA's 354, and the next
+  // ones queued, so a connection writes a message's content together with the next envelope (smtp-pipeline.ts). With
+  // two, the next send was usually not there yet when 354 came: two writes a message instead of one (BENCHMARKS.md ›
+  // Issue 28, fifth stop). It is also what a crash can send twice (test/faults/campaign-kill.test.ts).
+  const maxInFlight = Math.max(2, deps.config.smtp.poolSize * SENDS_PER_CONNECTION);
   const deadline = Date.now() + hooks.budgetMs;
   // The planner estimates the chunk's filters (the share's byte of the contact id, the variant, the status: each an
   // expression it cannot measure) at a few rows in all, and then reads every remaining row of the campaign by bitmap
