@@ -245,9 +245,14 @@ function afterLessThan(source: string, at: number): boolean {
   return source[i] === '<';
 }
 
+/** An `&` that does not start `&amp;`. */
+const AMP_OTHER = /&(?!amp;)/;
+
 /** An href value as htmlparser2 reads it (entities decoded in attribute mode), given how it was quoted. */
 function decodeHref(value: string, quote: QuoteType): string {
   if (!value.includes('&')) return value;
+  // Every `&` starts `&amp;` (a URL's query written as HTML asks): each decodes to `&` and nothing else does.
+  if (!AMP_OTHER.test(value)) return value.replaceAll('&amp;', '&');
   let decoded = '';
   const noop = () => undefined;
   const q = quote === QuoteType.Single ? "'" : quote === QuoteType.Double ? '"' : '';

@@ -86,6 +86,7 @@ const FRAGMENTS = [
   '<a href="https://static.example/path?x=1&amp;y=2">static</a>',
   '<a href="https://shop.example/orders/{{ n }}?utm_source=mail&amp;u={{ name | url_encode }}">order {{ n }}</a>',
   '<a href="{{ url }}">from data</a>',
+  '<a href="https://ent.example/{{ n }}?a=1&amp;b=2&amp;amp;c&#38;d=&lt;&ampe=&amp;x">entities</a><a href="https://amp.example/{{ n }}?a=1&amp;b={{ q }}&amp;c=3">amp only</a>',
   "<a href='https://single.example/?a=1&amp;b={{ q }}'>single</a>",
   '<a href=https://unquoted.example/x class=btn>unquoted</a>',
   '<A HREF="HTTPS://UPPER.EXAMPLE/Path">upper</A>',
