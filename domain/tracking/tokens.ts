@@ -73,7 +73,7 @@ export class LinkTokens {
     if (payload.kind === 'click') buf.write(payload.url, rest, 'utf8');
     else if (tail) this.idBytes((payload as { emailId: string }).emailId).copy(buf, rest);
     const macAt = BLOCK_BYTES + bodyLength;
-    this.macOfPadded(buf.subarray(0, macAt)).copy(buf, macAt);
+    this.macInto(buf.subarray(0, macAt), buf, macAt);
     return buf.toString('base64url', BLOCK_BYTES);
   }
 
@@ -114,13 +114,19 @@ export class LinkTokens {
    * a dozen: its links, the open pixel, the contact's links). The same bytes as createHmac (unit test).
    */
   private mac(body: Buffer): Buffer {
-    return this.macOfPadded(Buffer.concat([this.innerPad, body]));
+    const out = Buffer.allocUnsafe(MAC_BYTES);
+    this.macInto(Buffer.concat([this.innerPad, body]), out, 0);
+    return out;
   }
 
-  /** The MAC of a body given as the inner pad followed by it (sign builds it that way in the token's own buffer). */
-  private macOfPadded(padded: Buffer): Buffer {
-    this.outerBlock.set(hash('sha256', padded, 'buffer'), BLOCK_BYTES);
-    return hash('sha256', this.outerBlock, 'buffer').subarray(0, MAC_BYTES);
+  /**
+   * The MAC of a body given as the inner pad followed by it (sign builds it that way in the token's own buffer),
+   * written into `out` at `at`. The hashes come back as 'binary' (latin1) strings, one octet a character: a Buffer result costs
+   * an ArrayBuffer each, and that made the two hashes more than twice as dear (BENCHMARKS.md › Issue 28, fifth stop).
+   */
+  private macInto(padded: Buffer, out: Buffer, at: number): void {
+    this.outerBlock.write(hash('sha256', padded, 'binary'), BLOCK_BYTES, 'latin1');
+    out.write(hash('sha256', this.outerBlock, 'binary'), at, MAC_BYTES, 'latin1');
   }
 }
 

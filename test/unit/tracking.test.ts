@@ -35,6 +35,17 @@ describe('link tokens', () => {
     expect(tokens.sign({ kind: 'contact', contactId })).toBe(earlier);
   });
 
+  test('click and open tokens: HMAC-SHA256 of the payload as createHmac computes it, first 16 bytes (non-ASCII URL too)', () => {
+    const key = Buffer.from(hkdfSync('sha256', Buffer.from(cfg.appSecret, 'utf8'), Buffer.alloc(0), 'mailwright/link-tokens/v1', 32));
+    for (const url of ['https://shop.example/items?id=7&ref=mail#top', 'https://exämple.test/ü?q=😀', `https://long.example/${'x'.repeat(300)}`]) {
+      for (const token of [tokens.sign({ kind: 'click', emailId, url }), tokens.sign({ kind: 'open', emailId })]) {
+        const raw = Buffer.from(token, 'base64url');
+        const body = raw.subarray(0, raw.length - 16);
+        expect(raw.subarray(raw.length - 16).equals(createHmac('sha256', key).update(body).digest().subarray(0, 16))).toBe(true);
+      }
+    }
+  });
+
   test('a contact token carries the email id only as a whole UUID: other trailing lengths are refused even when signed', () => {
     const contactId = randomUUID();
     const key = Buffer.from(hkdfSync('sha256', Buffer.from(cfg.appSecret, 'utf8'), Buffer.alloc(0), 'mailwright/link-tokens/v1', 32));
