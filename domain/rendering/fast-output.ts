@@ -337,8 +337,15 @@ function tagRenderer(tag: TagLike, original: Render): Render | null {
   }
   if (is(tag, ForTag) && tag.collection && tag.hash && tag.templates && tag.variable !== undefined) {
     const collection = tokenEvaluator(tag.collection);
-    const hashed = Object.entries(tag.hash.hash).map(([key, token]) => ({ key, value: token === undefined ? null : tokenEvaluator(token) }));
-    if (!collection || hashed.some((h, i) => h.value === null && Object.values(tag.hash!.hash)[i] !== undefined)) return null;
+    if (!collection) return null;
+    // Each modifier's value; null for one written without a value (`reversed`), which liquidjs' Hash makes `true`.
+    const hashed: { key: string; value: Evaluate | null }[] = [];
+    for (const [key, token] of Object.entries(tag.hash.hash)) {
+      const value = token === undefined ? null : tokenEvaluator(token);
+      if (token !== undefined && !value) return null;
+      hashed.push({ key, value });
+    }
+    const Forloop = forloopDrop();
     const { templates, variable } = tag;
     const elseTemplates = tag.elseTemplates ?? [];
     const collectionText = tag.collection.getText();
@@ -370,7 +377,7 @@ function tagRenderer(tag: TagLike, original: Render): Render | null {
       const modifiers = ordered ? Object.keys(hash).filter((k) => LOOP_MODIFIERS.includes(k)) : LOOP_MODIFIERS.filter((k) => hash[k] !== undefined);
       for (const m of modifiers) items = m === 'offset' ? items.slice(hash.offset as number) : m === 'limit' ? items.slice(0, hash.limit as number) : [...items].reverse();
       ctx.setRegister(continueKey, ((hash.offset as number) || 0) + items.length);
-      const forloop = new (forloopDrop())(items.length, collectionText, variable) as { next(): void };
+      const forloop = new Forloop(items.length, collectionText, variable) as { next(): void };
       const scope = createScope({ forloop }) as Record<string, unknown>;
       ctx.push(scope);
       for (const item of items) {
