@@ -18,6 +18,7 @@ import { smtpRefusalSuppresses, suppressedError } from '../suppressions/suppress
 import type { SuppressionReason } from '../suppressions/suppression.entity';
 import type { DkimSigningKey } from '../mail/dkim-sign';
 import { resolveMessage, type MessageInput, type ResolvedMessage, type TemplateParts } from '../compose/composer';
+import { compiledMjml, isMjml } from '../rendering/render';
 import type { RenderPool } from './render-pool';
 import type { RenderedMessage } from './render-task';
 import { audienceWhere, countAudience } from './audience';
@@ -355,6 +356,10 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const sender = await senderDomain(deps, head.projectId, content.fromEmail);
   const spec = { ...renderSpec(deps.config, head, content), returnPathHost: sender.returnPathHost };
   const { dkim } = sender;
+  // An MJML body is compiled here, once per worker (cached), and its HTML handed to the render threads with each batch:
+  // otherwise every thread loads MJML and compiles it cold (render.ts `compiledMjml`). A body that fails to compile is
+  // left to the threads, which report it as they always did.
+  const mjmlHtml = isMjml(content.body) ? await compiledMjml(content.body).catch(() => undefined) : undefined;
   // Non-ASCII parts go as UTF-8 octets when the relay takes them (8BITMIME), not quoted-printable. A relay that cannot
   // be reached now fails this round's sends as transient, as before.
   const eightBit = await deps.smtp.capabilities().then(
@@ -413,7 +418,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       const render = (i: number) => {
         const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? '{}' }));
         // The key names the return path too: a render thread keeps the prepared message per key across rounds.
-        const pending = deps.renderPool.render({ key: `${input.campaignId}/${input.variant ?? ''}/${spec.returnPathHost ?? ''}`, spec, dkim, eightBit, recipients });
+        const pending = deps.renderPool.render({ key: `${input.campaignId}/${input.variant ?? ''}/${spec.returnPathHost ?? ''}`, spec, mjmlHtml, dkim, eightBit, recipients });
         pending.catch(() => undefined);
         return pending;
       };

@@ -1,6 +1,6 @@
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors';
-import { isRenderTimeout } from '../rendering/render';
+import { isRenderTimeout, primeMjml } from '../rendering/render';
 import { writeWireMessage } from '../mail/mime';
 import { WireWriter } from '../mail/wire-writer';
 import { signWritten, type DkimSigningKey } from '../mail/dkim-sign';
@@ -17,6 +17,11 @@ export interface RenderTask {
   key: string;
   /** Everything about the message that does not depend on the recipient (what prepareMessage takes). */
   spec: MessageInput;
+  /**
+   * An MJML body's HTML as the worker's main thread compiled it (render.ts `compiledMjml`): the thread takes it instead
+   * of compiling the MJML itself.
+   */
+  mjmlHtml?: string;
   /** The sender domain's key: each message is signed here, off the worker's main thread. */
   dkim?: DkimSigningKey;
   /** The relay offers 8BITMIME: non-ASCII text parts go as UTF-8 octets (`8bit`) instead of quoted-printable. */
@@ -70,6 +75,7 @@ export async function renderPacked(task: RenderTask): Promise<PackedBatch> {
   let message = prepared.get(task.key);
   if (!message) {
     if (prepared.size > 50) prepared.clear(); // a render thread serves few campaigns at once
+    if (task.mjmlHtml !== undefined) primeMjml(task.spec.content.body, task.mjmlHtml);
     message = prepareMessage(task.spec);
     prepared.set(task.key, message);
     message.catch(() => prepared.delete(task.key));

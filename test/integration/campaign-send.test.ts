@@ -129,6 +129,33 @@ describe('campaign send', () => {
     await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-completed');
   });
 
+  test('an MJML campaign (compiled once on the main thread, rendered in the threads) reaches each recipient as its own HTML and text', async () => {
+    const tag = tagged();
+    const { emails, filter } = await audience(tag, 6);
+    const body = `<mjml><mj-body><mj-section><mj-column>
+<mj-text>Hi {{ first }}, your {{ tag }} picks</mj-text>
+<mj-button href="https://example.com/shop?who={{ first }}">Open the shop</mj-button>
+</mj-column></mj-section></mj-body></mjml>`;
+    const id = await createCampaign({ audience_filter: filter, body });
+    await sendCampaign(em(), gateway, project.projectId, id);
+    await waitForStatus(id, 'SENT');
+    expect(await receivedCounts(emails)).toEqual(emails.map(() => 1));
+    for (const i of [0, 5]) {
+      const [mail] = await waitForMail(emails[i]!);
+      const html = String(mail!.html);
+      // MJML's output (its table layout and the button's cell), personalised per recipient.
+      expect(html).toMatch(/<table[^>]*role="presentation"/);
+      expect(html).toContain(`Hi F${i}, your ${tag} picks`);
+      expect(html).not.toContain('<mj-');
+      // The button's link is tracked: a click link of ours, not the target.
+      expect(html).not.toContain('https://example.com/shop');
+      expect(html).toMatch(/href="[^"]*\/t\/c\/[A-Za-z0-9_-]+"/);
+      expect(mail!.text).toContain(`Hi F${i}, your ${tag} picks`);
+      // The text part names the link's own target (it is not tracked there).
+      expect(mail!.text).toContain(`[https://example.com/shop?who=F${i}]`);
+    }
+  });
+
   test('a contact who unsubscribes after the snapshot is skipped and counted', async () => {
     await setRate(10);
     const tag = tagged();

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { renderPacked, unpack } from '../../domain/campaigns/render-task';
+import { compileBody, compiledMjml, renderCounters } from '../../domain/rendering/render';
 import type { MessageInput } from '../../domain/compose/composer';
 
 const spec: MessageInput = {
@@ -27,4 +28,26 @@ describe('renderPacked (a campaign batch)', () => {
     const sent = messages[2]!;
     expect('wire' in sent && sent.wire.toString()).toMatch(/<p>done<\/p>\r\n[\s\S]*\r\n\.\r\n$/);
   }, 30_000);
+});
+
+describe('renderPacked with an MJML body compiled by the main thread', () => {
+  const mjml = (marker: string) => `<mjml><mj-body><mj-section><mj-column><mj-text>${marker} {{ first }}</mj-text></mj-column></mj-section></mj-body></mjml>`;
+
+  test('the HTML handed over is the one rendered, and the thread compiles no MJML', async () => {
+    const source = mjml(`unit-${randomUUID()}`);
+    const before = renderCounters().mjmlCompiles;
+    const messages = unpack(
+      await renderPacked({ key: randomUUID(), spec: { ...spec, content: { subject: 'Hi', body: source } }, mjmlHtml: '<p>primed for {{ first }}</p>', recipients: [recipient({ first: 'Ada' })] }),
+    );
+    const sent = messages[0]!;
+    expect('wire' in sent && sent.wire.toString()).toContain('<p>primed for Ada</p>');
+    expect(renderCounters().mjmlCompiles).toBe(before);
+  });
+
+  test('compiledMjml gives what compileBody compiles the same source to', async () => {
+    const source = mjml(`unit-${randomUUID()}`);
+    const html = await compiledMjml(source);
+    expect(html).toContain('<table');
+    expect((await compileBody(source)).html).toBe(html);
+  });
 });
