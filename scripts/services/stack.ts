@@ -104,12 +104,16 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
 }
 
 /**
- * V8 flags of the worker process (package.json's `worker` script has the same): semi-spaces of at most 8 MB. The main
- * thread once needed 32 MB for the garbage of nodemailer's per-message streams (issue 14); campaign messages now go
- * to the socket as they come from the render threads (issue 28), and the smaller young generation keeps the worker's
- * memory down (BENCHMARKS.md › Campaign send).
+ * V8 flags of the worker process (package.json's `worker` script has the same):
+ * - semi-spaces of at most 8 MB. The main thread once needed 32 MB for the garbage of nodemailer's per-message streams
+ *   (issue 14); campaign messages now go to the socket as they come from the render threads (issue 28), and the
+ *   smaller young generation keeps the worker's memory down (BENCHMARKS.md › Campaign send).
+ * - the old generation may grow to twice what survived the last full collection before the next one starts. V8's own
+ *   factor left the main thread's 75 MB heap about 25 MB of room, so a sending worker ran a full (concurrent) marking
+ *   of it every second or two, about 0.35 s of CPU each: a sixth of the worker's CPU in a campaign
+ *   (BENCHMARKS.md › Issue 28, sixth stop).
  */
-const WORKER_V8_FLAGS = ['--max-semi-space-size=8'];
+const WORKER_V8_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=100'];
 
 /** Runs a TypeScript entry point (api/server.ts, temporal/worker.ts) in its own Node process through tsx. */
 export function startTsProcess(
