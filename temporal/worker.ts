@@ -48,7 +48,7 @@ export async function createWorker() {
   const orm = await initOrm(cfg.database.url, cfg.database.poolMax);
   const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
   const campaignSmtp = createSmtpPipelinePool(cfg.smtp.url, cfg.smtp.poolSize);
-  const renderPool = createRenderPool(cfg.campaigns.renderThreads);
+  const renderPool = createRenderPool(cfg.campaigns.renderThreads, cfg.database.url);
   const connection = await NativeConnection.connect(temporalConnectionOptions(cfg.temporal));
   const gateway = await TemporalGateway.connect(cfg.temporal);
   const activities = createActivities({ orm, transport, campaignSmtp, config: cfg, renderPool, temporal: () => gateway });

@@ -292,8 +292,6 @@ interface RecipientRow {
   contactId: string;
   email: string | null;
   subscribed: boolean | null;
-  /** The contact's data as JSON text: parsed where the message is rendered (a render thread), not here. */
-  data: string | null;
   /** Why the address is on the suppression list now, if it is. */
   suppressed: SuppressionReason | null;
 }
@@ -334,7 +332,7 @@ const STILL_QUEUED = `(e.status || '') = 'QUEUED'`;
 
 const CAMPAIGN_CHUNK = statement(
   'campaign_chunk',
-  `select e.id, e.contact_id as "contactId", c.email, c.subscribed, c.data::text as data, ${suppressedReasonSql('e.project_id', 'c.email')} as suppressed
+  `select e.id, e.contact_id as "contactId", c.email, c.subscribed, ${suppressedReasonSql('e.project_id', 'c.email')} as suppressed
   from emails e left join contacts c on c.id = e.contact_id
   where e.campaign_id = $1 and e.contact_id > $2::uuid and ${STILL_QUEUED} and get_byte(uuid_send(e.contact_id), 15) % $3 = $4
     and coalesce(e.variant, -1) = $6
@@ -416,7 +414,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
       // Batches are rendered at most RENDER_AHEAD ahead of the one being sent: enough to keep the threads busy, and
       // only that many rendered messages are held in memory.
       const render = (i: number) => {
-        const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email!, data: r.data ?? '{}' }));
+        const recipients = sendable.slice(i, i + RENDER_BATCH).map((r) => ({ id: r.id, contactId: r.contactId, email: r.email! }));
         // The key names the return path too: a render thread keeps the prepared message per key across rounds.
         const pending = deps.renderPool.render({ key: `${input.campaignId}/${input.variant ?? ''}/${spec.returnPathHost ?? ''}`, spec, mjmlHtml, dkim, eightBit, recipients });
         pending.catch(() => undefined);

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Piscina } from 'piscina';
-import { renderPacked, unpack, type PackedBatch, type RenderTask, type RenderedMessage } from './render-task';
+import { ContactDataReader, renderPacked, unpack, type PackedBatch, type RenderTask, type RenderedMessage } from './render-task';
 
 /**
  * Where campaign messages are rendered: a pool of worker threads (piscina) so a worker process renders on every core
@@ -12,10 +12,15 @@ export interface RenderPool {
   close(): Promise<void>;
 }
 
-export function createRenderPool(threads: number): RenderPool {
-  if (threads === 0) return { render: async (task) => unpack(await renderPacked(task)), close: async () => undefined };
+/** `databaseUrl`: where a batch's contact data is read (render-task.ts ContactDataReader), by each thread itself. */
+export function createRenderPool(threads: number, databaseUrl: string): RenderPool {
+  if (threads === 0) {
+    const reader = new ContactDataReader(databaseUrl);
+    return { render: async (task) => unpack(await renderPacked(task, reader)), close: () => reader.close() };
+  }
   const pool = new Piscina<RenderTask, PackedBatch>({
     filename: path.join(__dirname, 'render-task.ts'),
+    workerData: { databaseUrl },
     minThreads: 0,
     maxThreads: threads,
     // Idle threads go away, so a worker that sends no campaign holds no render threads.

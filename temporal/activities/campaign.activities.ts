@@ -13,7 +13,7 @@ const ROUND_MS = 60_000;
 
 export function createCampaignActivities(deps: ActivityDeps) {
   const secretBox = new SecretBox(deps.config.appSecret); // unseals the sender domain's DKIM key
-  const renderPool = deps.renderPool ?? createRenderPool(0);
+  const renderPool = deps.renderPool ?? createRenderPool(0, deps.config.database.url);
   const smtp = deps.campaignSmtp ?? createSmtpPipelinePool(deps.config.smtp.url, deps.config.smtp.poolSize);
   return {
     /**

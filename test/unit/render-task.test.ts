@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { renderPacked, unpack } from '../../domain/campaigns/render-task';
+import { renderPacked, unpack, type ContactDataReader } from '../../domain/campaigns/render-task';
 import { compileBody, compiledMjml, renderCounters } from '../../domain/rendering/render';
 import type { MessageInput } from '../../domain/compose/composer';
 
@@ -49,5 +49,27 @@ describe('renderPacked with an MJML body compiled by the main thread', () => {
     const html = await compiledMjml(source);
     expect(html).toContain('<table');
     expect((await compileBody(source)).html).toBe(html);
+  });
+});
+
+describe('renderPacked reading its contacts\' data', () => {
+  test("data left out is read for the batch at once; a contact gone since its chunk was read is tried again later", async () => {
+    const kept = { id: randomUUID(), contactId: randomUUID(), email: `r-${randomUUID()}@example.com` };
+    const gone = { id: randomUUID(), contactId: randomUUID(), email: `r-${randomUUID()}@example.com` };
+    const given = recipient({ n: 1, big: 'given' });
+    const reads: string[][] = [];
+    const reader = {
+      read: async (ids: string[]) => {
+        reads.push(ids);
+        return new Map([[kept.contactId, JSON.stringify({ n: 1, big: 'from the database' })]]);
+      },
+    } as unknown as ContactDataReader;
+    const messages = unpack(await renderPacked({ key: randomUUID(), spec, recipients: [kept, gone, given] }, reader));
+    // One read, for the two recipients without data.
+    expect(reads).toEqual([[kept.contactId, gone.contactId]]);
+    const wire = (m: (typeof messages)[number]) => ('wire' in m ? m.wire.toString() : '');
+    expect(wire(messages[0]!)).toContain('<p>from the databasedone</p>');
+    expect(messages[1]).toEqual({ id: gone.id, retry: expect.stringMatching(/deleted/) });
+    expect(wire(messages[2]!)).toContain('<p>givendone</p>');
   });
 });
