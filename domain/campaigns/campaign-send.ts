@@ -34,8 +34,8 @@ import { shareProblem, testShareSize, withPreheader, type AbTest, type AbVariant
  *   audience as one QUEUED `emails` row per contact (no body), in one transaction. Idempotent: a retry finds the
  *   snapshot taken.
  * - `sendCampaignPartition` walks one share of the snapshot in contact order, a chunk at a time: it reads the chunk
- *   with each contact's current data and subscription, renders each message (the per-template work was done once by
- *   `prepareMessage`), sends it over the pipelined SMTP connections (smtp-pipeline.ts) and records the outcomes within milliseconds of each
+ *   with each contact's current subscription, renders each message in the render threads (which read the contacts'
+ *   current data themselves; the per-template work was done once by `prepareMessage`), sends it over the pipelined SMTP connections (smtp-pipeline.ts) and records the outcomes within milliseconds of each
  *   SMTP reply. A row leaves QUEUED only when its outcome is recorded, and only one activity walks a share at a time,
  *   so a retried activity (a killed worker) sends again exactly the rows whose outcome was not recorded: the
  *   messages in flight at the crash, and those answered in the last few milliseconds. They carry the same
