@@ -120,6 +120,10 @@ describe('writeWireMessage with the HTML as segments', () => {
       ['NUL', '\0', 'here'],
       ['', '', 'only strings'],
       ['x'.repeat(70), '=', 'y'.repeat(10), '€'.repeat(30)],
+      // Whole lines inside a segment (prepared once), in quoted-printable (non-ASCII without 8BITMIME, or a line over
+      // 998 octets): after a CR that ended the line, with a dot, a blank, a long line.
+      ['<p>€\r', '\nb</p>\n.c \r\n' + 'w'.repeat(200) + '\nd', 'e'],
+      ['a\r\n', 'b\r\n\r\n.\r\n', '=x', 'z'.repeat(1000)],
     ];
     for (const [n, pieces] of cases.entries()) {
       for (const eightBit of [false, true]) {
