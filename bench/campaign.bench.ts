@@ -2,7 +2,8 @@
 // to SENT, through the real stack (embedded Postgres, Temporal dev server, API and worker processes) to a loopback
 // SMTP sink that accepts everything. Reports seconds, messages per second, CPU seconds per process, the worker's peak
 // RSS, which worker sent which share (from the workflow histories), and checks that the sink got every recipient
-// exactly once. Also CPU milliseconds per message for every process and the machine's load average (1 min) around the send. Loopback only; stops by itself.
+// exactly once. Also CPU milliseconds per message for every process (and each worker's by thread: main, render, the
+// rest) and the machine's load average (1 min) around the send. Loopback only; stops by itself.
 // Options (env): RECIPIENTS (100000), WORKERS (worker processes, 1), BODY (campaign | html: the MJML newsletter of
 // bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS), any CAMPAIGN_* setting, SMTP_POOL_SIZE,
 // WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'), DKIM=1 (send from a domain created through the API,
@@ -11,7 +12,7 @@ import os from 'node:os';
 import { startBenchStack, benchProject } from './stack';
 import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
 import { freePort } from '../scripts/services/process';
-import { cpuByProcess, mainNodeProcess, rssMb } from './proc';
+import { cpuByProcess, cpuByThread, mainNodeProcess, rssMb, threadShares } from './proc';
 import { startTimingSink } from './smtp-sink';
 import { sharesByWorker } from './shares';
 
@@ -81,6 +82,7 @@ async function main() {
     const idleRss = workerPids.map((pid) => rssMb(pid, 'VmRSS'));
     const sendingRss = workerPids.map(() => 0);
     const sampler = setInterval(() => workerPids.forEach((pid, i) => (sendingRss[i] = Math.max(sendingRss[i]!, rssMb(pid, 'VmRSS')))), 250);
+    const threadsBefore = workerPids.map((pid) => cpuByThread(pid));
     const started = Date.now();
     await call('POST', `/campaigns/${id}/send`, {});
     let status = '';
@@ -93,6 +95,7 @@ async function main() {
     const seconds = (Date.now() - started) / 1000;
     clearInterval(sampler);
     const cpuAfter = cpuByProcess(pids);
+    const threadsAfter = workerPids.map((pid) => cpuByThread(pid));
     const stats = await call('GET', `/campaigns/${id}/stats`).catch((err: unknown) => ({ error: String(err) }));
     const counts = [...sink.arrivals.values()].map((a) => a.length);
     const workerNames = Object.fromEntries(Object.entries(pids).filter(([k]) => k.startsWith('worker')).map(([k, pid]) => [pid, k]));
@@ -110,6 +113,12 @@ async function main() {
       // its CPU seconds and its receiver's). `bench` is the receiving SMTP server (smtp-server, in this process) and the
       // status polling (one GET every 200 ms).
       cpuMsPerMessage: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round(((v - (cpuBefore[k] ?? 0)) * 1_000_000) / Math.max(1, sink.messages())) / 1000])),
+      // Each worker's CPU per message of the campaign (as cpuMsPerMessage) by thread: main, the render threads
+      // (CAMPAIGN_RENDER_THREADS, one per core by default: the busiest others), and the rest (V8's garbage collection
+      // and compilation threads, libuv's, the Temporal core's).
+      workerThreadsCpuMsPerMessage: workerPids.map((pid, i) =>
+        threadShares(pid, threadsBefore[i]!, threadsAfter[i]!, Number(process.env.CAMPAIGN_RENDER_THREADS ?? os.availableParallelism()), sink.messages()),
+      ),
       loadAverage: { before: loadBefore, after: os.loadavg()[0] },
       // The worker's resident memory: before the send, its maximum while sending (sampled every 250 ms), and its peak
       // since start (VmHWM, which includes bundling the workflow code at start-up).

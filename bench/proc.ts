@@ -42,6 +42,43 @@ export function cpuByProcess(pids: Record<string, number>): Record<string, numbe
   return out;
 }
 
+/** CPU seconds (user + system) of each thread of a process, by thread id (threads that ended are gone). */
+export function cpuByThread(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), (Number(fields[11]) + Number(fields[12])) / TICK);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * A worker's CPU between two cpuByThread snapshots, in milliseconds per message, by kind of thread: its main thread
+ * (SMTP, SQL, Temporal), its `renderThreads` busiest other threads (the render threads, which start with the send), and
+ * the rest (V8's platform threads: garbage collection and compilation; libuv's; the Temporal core's).
+ */
+export function threadShares(pid: number, before: Map<number, number>, after: Map<number, number>, renderThreads: number, messages: number) {
+  const used = [...after].map(([tid, s]) => ({ tid, s: s - (before.get(tid) ?? 0) }));
+  const perMessage = (s: number) => Math.round((s * 1_000_000) / Math.max(1, messages)) / 1000;
+  const others = used.filter((t) => t.tid !== pid).sort((a, b) => b.s - a.s);
+  return {
+    main: perMessage(used.find((t) => t.tid === pid)?.s ?? 0),
+    renderThreads: others.slice(0, renderThreads).map((t) => perMessage(t.s)),
+    otherThreads: perMessage(others.slice(renderThreads).reduce((n, t) => n + t.s, 0)),
+  };
+}
+
 /** `VmHWM` (the process's peak since it started, start-up included) or `VmRSS` (now), in MB. */
 export function rssMb(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
