@@ -5,6 +5,7 @@ import { AppError } from '../errors';
 import { isRenderTimeout, primeMjml } from '../rendering/render';
 import { writeWireMessage } from '../mail/mime';
 import { WireWriter } from '../mail/wire-writer';
+import { sql, statement } from '../db/sql';
 import { signWritten, type DkimSigningKey } from '../mail/dkim-sign';
 import { composeWireEmail, mimeMessageOf, prepareMessage, type MessageInput, type PreparedMessage } from '../compose/composer';
 
@@ -74,6 +75,8 @@ const prepared = new Map<string, Promise<PreparedMessage>>();
  */
 let writer = new WireWriter();
 
+const CONTACT_DATA = statement('render_contact_data', 'select id, data::text as data from contacts where id = any($1::uuid[])');
+
 /** Reads the data of a batch's contacts from Postgres in one statement: JSON text by contact id. */
 export class ContactDataReader {
   private readonly pool: pg.Pool;
@@ -86,7 +89,7 @@ export class ContactDataReader {
   }
 
   async read(contactIds: string[]): Promise<Map<string, string>> {
-    const { rows } = await this.pool.query<{ id: string; data: string }>({ name: 'render_contact_data', text: 'select id, data::text as data from contacts where id = any($1::uuid[])', values: [contactIds] });
+    const rows = await sql(this.pool).query<{ id: string; data: string }>(CONTACT_DATA, [contactIds]);
     const byId = new Map<string, string>();
     for (const row of rows) byId.set(row.id, row.data);
     return byId;

@@ -1,4 +1,4 @@
-import { PostgreSqlExceptionConverter, type EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager, PostgreSqlExceptionConverter } from '@mikro-orm/postgresql';
 import path from 'node:path';
 import pg, { type Client, type Pool, type PoolClient, type QueryResultRow } from 'pg';
 
@@ -27,7 +27,16 @@ const TEXT_OIDS = [1082 /* date */, 1186 /* interval */] as const;
  * Postgres' refusals become the ORM's exception classes (UniqueConstraintViolationException for 23505, ...), as its
  * own queries throw them, keeping the driver's fields (`code` is the SQLSTATE): one error vocabulary for both.
  */
-const converter = new PostgreSqlExceptionConverter();
+let converter: Promise<PostgreSqlExceptionConverter> | undefined;
+/**
+ * The ORM is loaded on the first refusal, not with this module: a campaign render thread runs `sql()` on a pool of
+ * its own and would otherwise load MikroORM for nothing (about 0.3 s of CPU and 11 MB of heap a thread). Processes
+ * with an ORM have it loaded already.
+ */
+function convertRefusal(err: pg.DatabaseError): Promise<Error> {
+  converter ??= import('@mikro-orm/postgresql').then((orm) => new orm.PostgreSqlExceptionConverter());
+  return converter.then((c) => c.convertException(err));
+}
 
 const types = new pg.TypeOverrides();
 for (const oid of TIMESTAMP_OIDS) types.setTypeParser(oid, (text: string) => new Date(pgTimestampToIso(text)));
@@ -201,7 +210,7 @@ export class Sql {
       if (t.kind === 'pg') return await (t.runner as Pool).query<T>(config);
       return await this.withConnection((conn) => conn.query<T>(config));
     } catch (err) {
-      throw err instanceof pg.DatabaseError ? converter.convertException(err) : err;
+      throw err instanceof pg.DatabaseError ? await convertRefusal(err) : err;
     }
   }
 }
