@@ -2,6 +2,12 @@ import fs from 'node:fs';
 
 const TICK = 100; // clock ticks per second on Linux
 
+/** The fields of a `/proc/.../stat` line after the command's closing parenthesis (field 3, the state, is the first). */
+const statFields = (stat: string) => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+
+/** CPU seconds (user + system, fields 14 and 15) from statFields. */
+const cpuSeconds = (fields: string[]) => (Number(fields[11]) + Number(fields[12])) / TICK;
+
 /**
  * CPU seconds (user + system) of this benchmark's processes: itself (with the sink), and its descendants, named by pid
  * for the API and the workers (a named process counts with its children: the rehearsal starts each app as `npm run
@@ -18,8 +24,8 @@ export function cpuByProcess(pids: Record<string, number>): Record<string, numbe
     } catch {
       continue;
     }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    procs.set(Number(entry), { ppid: Number(fields[1]), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (Number(fields[11]) + Number(fields[12])) / TICK });
+    const fields = statFields(stat);
+    procs.set(Number(entry), { ppid: Number(fields[1]), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: cpuSeconds(fields) });
   }
   const names = new Map<number, string>();
   for (const [name, pid] of Object.entries(pids)) if (!names.has(pid)) names.set(pid, name);
@@ -53,9 +59,7 @@ export function cpuByThread(pid: number): Map<number, number> {
   }
   for (const tid of tids) {
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(tid), (Number(fields[11]) + Number(fields[12])) / TICK);
+      out.set(Number(tid), cpuSeconds(statFields(fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'))));
     } catch {
       // the thread ended meanwhile
     }
@@ -111,9 +115,7 @@ export function cpuOfPids(pids: number[]): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(pid, (Number(fields[11]) + Number(fields[12])) / TICK);
+      out.set(pid, cpuSeconds(statFields(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'))));
     } catch {
       out.set(pid, 0);
     }

@@ -110,8 +110,8 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
  *   smaller young generation keeps the worker's memory down (BENCHMARKS.md › Campaign send).
  * - the old generation may grow to twice what survived the last full collection before the next one starts. V8's own
  *   factor left the main thread's 75 MB heap about 25 MB of room, so a sending worker ran a full (concurrent) marking
- *   of it every second or two, about 0.35 s of CPU each: a sixth of the worker's CPU in a campaign
- *   (BENCHMARKS.md › Issue 28, sixth stop).
+ *   of it every second or two, about 0.3 s of background marking each: 9-10 in a 30,000-message send, 4-5 with this
+ *   (V8's helper threads, 0.083 ms of CPU a digest before, 0.051-0.059 after; BENCHMARKS.md › Issue 28, sixth stop).
  */
 const WORKER_V8_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=100'];
 
