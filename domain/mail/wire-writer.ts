@@ -60,8 +60,11 @@ function encodeQp(src: Buffer, from: number, to: number, dst: Buffer, at: number
 export class WireWriter {
   buf: Buffer;
   pos = 0;
-  /** Quoted-printable lines are encoded here first, then copied with their soft breaks. */
-  private line: Buffer = Buffer.allocUnsafe(4096);
+  /**
+   * Where the quoted-printable line being built starts in `buf`: its octets are encoded in place up to `pos` (before
+   * the blank rule and soft breaks, which qpEndLine applies there).
+   */
+  private lineStart = 0;
 
   constructor(capacity = 256 * 1024) {
     this.buf = Buffer.allocUnsafe(capacity);
@@ -116,7 +119,7 @@ export class WireWriter {
    * lines over 76 characters broken with soft breaks (75 characters and `=`) that never split an `=XX`; dot-stuffed.
    */
   quotedPrintable(): void {
-    this.lineLength = 0;
+    this.lineStart = this.pos;
     this.qpLoaded();
     this.qpEndLine();
   }
@@ -141,68 +144,89 @@ export class WireWriter {
     this.qpAppend(b, start, n);
   }
 
-  /** The quoted-printable line being built (encoded octets, before the blank rule and soft breaks) and its length. */
-  private lineLength = 0;
-
-  private lineRoom(n: number): void {
-    if (this.lineLength + n <= this.line.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.line.length * 2, this.lineLength + n));
-    this.line.copy(grown, 0, 0, this.lineLength);
-    this.line = grown;
-  }
-
   /** Octets `from` to `to` of `b` (no line end among them) encoded onto the line. */
   private qpAppend(b: Buffer, from: number, to: number): void {
-    this.lineRoom((to - from) * 3);
-    this.lineLength = encodeQp(b, from, to, this.line, this.lineLength);
+    this.ensure((to - from) * 3);
+    this.pos = encodeQp(b, from, to, this.buf, this.pos);
   }
 
   /** Encoded octets (a static segment's line) onto the line as they are. */
   private qpAppendEncoded(encoded: Buffer): void {
-    this.lineRoom(encoded.length);
-    this.lineLength += encoded.copy(this.line, this.lineLength);
+    this.ensure(encoded.length);
+    this.pos += encoded.copy(this.buf, this.pos);
   }
 
-  /** The line written: a blank at its end encoded, soft breaks where it is over 76 characters, dot-stuffed. */
+  /** Where each piece of the line being ended starts (qpEndLine), kept across lines. */
+  private readonly pieces: number[] = [];
+
+  /**
+   * The line ended where it was encoded: a blank at its end encoded, soft breaks where it is over 76 characters,
+   * dot-stuffed. The pieces are found first (only the octets around each cut are read), then moved to their places
+   * from the last to the first (native moves, no copy of the line elsewhere and no loop over its octets).
+   */
   private qpEndLine(): void {
-    const line = this.line;
-    let l = this.lineLength;
-    this.lineLength = 0;
+    const start = this.lineStart;
+    let end = this.pos;
     // A blank before the line end is encoded (it would be taken for padding).
-    const last = l > 0 ? line[l - 1] : -1;
+    const last = end > start ? this.buf[end - 1]! : -1;
     if (last === SP || last === TAB) {
-      this.lineRoom(2 + l);
-      line[l - 1] = EQ;
-      line[l++] = HEX_DIGITS[last >> 4]!;
-      line[l++] = HEX_DIGITS[last & 15]!;
+      this.ensure(2);
+      this.buf[end - 1] = EQ;
+      this.buf[end++] = HEX_DIGITS[last >> 4]!;
+      this.buf[end++] = HEX_DIGITS[last & 15]!;
     }
-    // Soft breaks: each piece 75 characters (fewer where that would split an `=XX`) and `=`, until 76 or fewer remain.
-    this.ensure(l + Math.ceil(l / 73) * 4 + 1);
-    const out = this.buf;
-    let p = this.pos;
+    const l = end - start;
+    // Soft breaks: each piece 75 characters (fewer where that would split an `=XX`) and `=`, until 76 or fewer remain;
+    // a piece that starts with a `.` gets another in front of it.
+    const pieces = this.pieces;
+    pieces.length = 0;
+    let buf = this.buf;
     let at = 0;
+    let grow = 0;
     while (l - at > 76) {
       let cut = 75;
-      if (line[at + cut - 1] === EQ) cut -= 1;
-      else if (line[at + cut - 2] === EQ) cut -= 2;
-      if (line[at] === DOT) out[p++] = DOT;
-      // A loop, not Buffer#copy: copying part of a buffer makes a view object per call, and a piece is 75 octets.
-      for (let k = 0; k < cut; k++) out[p + k] = line[at + k]!;
-      p += cut;
-      out[p++] = EQ;
-      out[p++] = CR;
-      out[p++] = LF;
+      if (buf[start + at + cut - 1] === EQ) cut -= 1;
+      else if (buf[start + at + cut - 2] === EQ) cut -= 2;
+      pieces.push(at);
+      if (buf[start + at] === DOT) grow++;
+      grow += 3;
       at += cut;
     }
-    if (at < l && line[at] === DOT) out[p++] = DOT;
-    for (let k = at; k < l; k++) out[p++] = line[k]!;
-    this.pos = p;
+    if (at < l) {
+      pieces.push(at);
+      if (buf[start + at] === DOT) grow++;
+    }
+    if (grow === 0) {
+      this.pos = end;
+      return;
+    }
+    this.pos = end;
+    this.ensure(grow);
+    buf = this.buf;
+    // From the last piece to the first, each moves right by what the pieces before it add.
+    let to = end + grow;
+    let pieceEnd = l;
+    for (let k = pieces.length - 1; k >= 0; k--) {
+      const from = pieces[k]!;
+      if (pieceEnd < l) {
+        buf[--to] = LF;
+        buf[--to] = CR;
+        buf[--to] = EQ;
+      }
+      const n = pieceEnd - from;
+      to -= n;
+      buf.copyWithin(to, start + from, start + pieceEnd);
+      if (buf[to] === DOT) buf[--to] = DOT;
+      pieceEnd = from;
+    }
+    this.pos = end + grow;
   }
 
   private crlfOut(): void {
     this.ensure(2);
     this.buf[this.pos++] = CR;
     this.buf[this.pos++] = LF;
+    this.lineStart = this.pos;
   }
 
   /**
@@ -211,7 +235,7 @@ export class WireWriter {
    * what surrounds them); a string is encoded here.
    */
   segmentsQuotedPrintable(segments: HtmlSegments): void {
-    this.lineLength = 0;
+    this.lineStart = this.pos;
     let prevCR = false;
     for (const seg of segments) {
       if (typeof seg === 'string') {

@@ -124,7 +124,20 @@ function valueEvaluator(value: ValueLike): Evaluate | null {
   };
 }
 
-type FilterStep = { filter: FilterLike; args: (Evaluate | [string, Evaluate])[]; memo: FilterMemo | null };
+type FilterStep = { filter: FilterLike; args: (Evaluate | [string, Evaluate])[]; memo: FilterMemo | null; escape: boolean };
+
+/** What liquidjs' `escape` writes for each character it replaces. */
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' };
+const ESCAPED = /[&<>"']/;
+const ESCAPED_ALL = /[&<>"']/g;
+const escapeOne = (c: string) => ESCAPES[c]!;
+
+/**
+ * liquidjs' `escape` of a string (the HTML engine's output escape, appended to nearly every output of a body): the
+ * same result, but a value with nothing to escape (most are) is returned after one search instead of a replace that
+ * copies it, and the alternation liquidjs matches is a character class.
+ */
+export const escapeHtml = (s: string): string => (ESCAPED.test(s) ? s.replace(ESCAPED_ALL, escapeOne) : s);
 
 /** Results of one pure filter with the same literal arguments, by input string (see MEMOIZED). */
 interface FilterMemo {
@@ -137,6 +150,8 @@ const builtin = (name: keyof typeof builtinFilters) => {
   const impl = builtinFilters[name] as unknown;
   return typeof impl === 'function' ? impl : (impl as { handler: unknown }).handler;
 };
+/** liquidjs' `escape`: also the HTML engine's output escape (its `outputEscape: 'escape'`). */
+const builtinEscape = builtin('escape');
 
 /**
  * liquidjs' own filters whose result depends only on the input string and their literal arguments, and costly enough
@@ -187,14 +202,20 @@ function filterSteps(list: FilterLike[]): FilterStep[] | null {
       if (!value) return null;
       args.push(Array.isArray(arg) ? [arg[0], value] : value);
     }
-    steps.push({ filter, args, memo: memoFor(filter) });
+    steps.push({ filter, args, memo: memoFor(filter), escape: filter.handler === builtinEscape && args.length === 0 });
   }
   return steps;
 }
 
 /** `Filter.render` of each in turn: the arguments evaluated, the handler called with liquidjs' `this`. */
 function applyFilters(steps: FilterStep[], value: unknown, ctx: Context): unknown {
-  for (const { filter, args, memo } of steps) {
+  for (const { filter, args, memo, escape } of steps) {
+    if (escape && typeof value === 'string') {
+      // What liquidjs' escape does with a string: charge its length, then replace.
+      (ctx as unknown as { memoryLimit: { use(n: number): void } }).memoryLimit.use(value.length);
+      value = escapeHtml(value);
+      continue;
+    }
     if (memo && typeof value === 'string') {
       const known = memo.results.get(value);
       if (known !== undefined || memo.results.has(value)) {

@@ -1,5 +1,5 @@
-import { Liquid, type Template } from 'liquidjs';
-import { accelerate, renderTemplatesSynchronously } from '../../domain/rendering/fast-output';
+import { filters as liquidFilters, Liquid, type Template } from 'liquidjs';
+import { accelerate, escapeHtml, renderTemplatesSynchronously } from '../../domain/rendering/fast-output';
 import { renderTemplate } from '../../domain/rendering/render';
 
 /**
@@ -63,7 +63,7 @@ const TEMPLATES = [
 
 const DATA: Record<string, unknown>[] = [
   {
-    name: 'Ada <b>&amp;</b>',
+    name: "Ada <b>&amp;</b> O'Neil",
     first_name: null,
     flag: false,
     zero: 0,
@@ -139,6 +139,25 @@ describe('fast output renderers', () => {
       expect(outcome(fast, accelerate(fast.parse(template)), { s: blurb })).toBe(expected);
       expect(outcome(fast, accelerate(fast.parse(template)), { s: blurb })).toBe(expected);
       expect(expected).toMatch(n === 5 ? /^ok:/ : /memory alloc limit exceeded/);
+    }
+  });
+
+  test("the output escape of a string is liquidjs' escape: the same text, the same charge to the memory limit", () => {
+    const escape = liquidFilters.escape as (this: unknown, s: unknown) => string;
+    const self = { context: { memoryLimit: { use: () => undefined } } };
+    for (const s of ['', 'plain words', `&<>"'`, "a&b<c>d\"e'f", 'x&amp;y', "'''", '\ud800&\udfff', 'é & ü']) expect(escapeHtml(s)).toBe(escape.call(self, s));
+    const small = { ...options, outputEscape: 'escape' as const, memoryLimit: 10_000 };
+    const reference = new Liquid(small);
+    const fast = new Liquid(small);
+    renderTemplatesSynchronously(fast);
+    for (const [n, expect_] of [
+      [2, /^ok:(Tom &amp; Jerry&#39;s ){2}$/],
+      [800, /memory alloc limit exceeded/],
+    ] as const) {
+      const template = `{% for i in (1..${n}) %}{{ s }}{% endfor %}`;
+      const expected = outcome(reference, reference.parse(template), { s: "Tom & Jerry's " });
+      expect(expected).toMatch(expect_);
+      expect(outcome(fast, accelerate(fast.parse(template)), { s: "Tom & Jerry's " })).toBe(expected);
     }
   });
 

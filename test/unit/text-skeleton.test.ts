@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { composeEmail, prepareMessage } from '../../domain/compose/composer';
-import { renderTextPart, textSkeletonOf } from '../../domain/compose/text-skeleton';
+import { renderTextPart, textSkeletonOf, tidyText } from '../../domain/compose/text-skeleton';
 import { expandDefaults } from '../../domain/rendering/defaults-sugar';
 import { compileBody, htmlToText, renderTemplate } from '../../domain/rendering/render';
 import { CAMPAIGN_BODY, HTML_BODY, MJML_BODY } from '../../bench/bodies';
@@ -78,6 +78,8 @@ describe('text-part skeleton', () => {
   test.each([
     ['short values on short lines', '<h1>Hi {{ name }}</h1><p>You have {{ n }} points.</p><ul>{% for i in items %}<li><a href="https://x.example/{{ i }}">{{ i }}</a></li>{% endfor %}</ul>'],
     ['a block loop between paragraphs', '<p>Before</p>{% for i in items %}<p>Item {{ i }}</p>{% endfor %}<p>After</p>'],
+    // A tag that prints nothing leaves two blanks between words, or one before a line end: tidied as html-to-text does.
+    ['tags that leave blanks', '<p>Hello {% if flag %}{{ name }}{% endif %} world</p><p>Total {% unless flag %}{{ n }}{% endunless %}</p>'],
   ])('%s: exactly html-to-text where no value changes where a line wraps', async (_name, body) => {
     const { compiled, skeleton } = await skeletonOf(body);
     for (const data of [ada, { name: 'Bo', n: 0, items: [] }]) {
@@ -107,6 +109,16 @@ describe('text-part skeleton', () => {
   ])('no skeleton (html-to-text per recipient) for %s', async (_name, body) => {
     const { skeleton } = await skeletonOf(body);
     expect(skeleton).toBeNull();
+  });
+
+  test('tidying is the three replaces it stands for, on any text of blanks, line ends and words', () => {
+    const reference = (s: string) => s.replace(/[ \t]+$/gm, '').replace(/(\S) {2,}(?=\S)/g, '$1 ').replace(/^\n+|\n+$/g, '');
+    const pieces = [' ', ' ', ' ', '\n', '\n', 'a', 'bc', '\t', '\r', '\r\n', '\u00a0', '\u2028', '\u2029', '\ud800', '.'];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    const texts = ['', ' ', '  ', 'a  b', ' a  b ', '\n\na \n  b  \n\n', 'x  \ty', 'x\u00a0  y', 'a   \n   * b'];
+    for (let i = 0; i < 3000; i++) texts.push(Array.from({ length: next() % 24 }, () => pieces[next() % pieces.length]).join(''));
+    for (const text of texts) expect({ text, tidy: tidyText(text) }).toEqual({ text, tidy: reference(text) });
   });
 
   test('a body without Liquid: its text is converted once and is exactly html-to-text', async () => {
