@@ -56,6 +56,9 @@ function encodeQp(src: Buffer, from: number, to: number, dst: Buffer, at: number
   return l;
 }
 
+/** Text that quoted-printable leaves as it is, one octet a character: tab and printable ASCII but `=`. */
+const QP_AS_IS = /^[\t\x20-\x3c\x3e-\x7e]*$/;
+
 /** A growing byte buffer that messages are written into, one after another (reused across a batch). */
 export class WireWriter {
   buf: Buffer;
@@ -243,6 +246,12 @@ export class WireWriter {
         const s = prevCR && seg.charCodeAt(0) === LF ? seg.slice(1) : seg;
         prevCR = seg.charCodeAt(seg.length - 1) === CR;
         if (!s) continue;
+        if (QP_AS_IS.test(s)) {
+          // Nothing to encode and no line end (a tracked link, most values): its characters are its octets.
+          this.ensure(s.length);
+          this.pos += this.buf.write(s, this.pos, 'latin1');
+          continue;
+        }
         this.load(s);
         this.qpLoaded();
         continue;
