@@ -234,9 +234,21 @@ class PipelinedConnection {
     socket.on('timeout', () => this.failConnection(smtpError('No reply from the SMTP server in time', { code: 'ETIMEDOUT' })));
   }
 
-  /** The socket times out only while a reply is awaited. */
+  /** The socket and the timeout last set on it. */
+  private armed: { socket: net.Socket; ms: number } | null = null;
+
+  /**
+   * The socket times out only while a reply is awaited. Set only when that changes: each read and write restarts a
+   * socket's timeout by itself, and setting it again (a timer taken out of its list and put back) after every write
+   * and reply was a few percent of a campaign's main thread.
+   */
   private armTimeout(): void {
-    this.socket?.setTimeout(this.expected.length ? (this.opts.socketTimeoutMs ?? 30_000) : 0);
+    const socket = this.socket;
+    if (!socket) return;
+    const ms = this.expected.length ? (this.opts.socketTimeoutMs ?? 30_000) : 0;
+    if (this.armed?.socket === socket && this.armed.ms === ms) return;
+    this.armed = { socket, ms };
+    socket.setTimeout(ms);
   }
 
   /** Splits replies (multi-line ones end with a line whose code is followed by a space) and hands each to its expectation. */

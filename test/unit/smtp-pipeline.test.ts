@@ -183,6 +183,30 @@ describe('SmtpPipelinePool against a real SMTP server (smtp-server)', () => {
     }
   });
 
+  test('a relay that stops answering times out while a reply is awaited, and an idle connection does not', async () => {
+    let stall = false;
+    const srv = await startServer({
+      onData(stream, _session, cb) {
+        stream.resume();
+        // A stalled relay takes the content and never answers it.
+        stream.on('end', () => (stall ? undefined : cb(null, 'OK')));
+      },
+    });
+    const p = pool(srv.port, { maxConnections: 1, socketTimeoutMs: 300 });
+    try {
+      await p.send(job('one@example.org'));
+      // Idle for longer than the timeout: the connection stays and takes the next message.
+      await new Promise((r) => setTimeout(r, 700));
+      await p.send(job('two@example.org'));
+      expect(srv.connections.count).toBe(1);
+      stall = true;
+      await expect(p.send(job('three@example.org'))).rejects.toMatchObject({ code: 'ETIMEDOUT' });
+    } finally {
+      p.close();
+      await srv.close();
+    }
+  });
+
   test('an unreachable relay: sends and capabilities fail with a connection error, never hang', async () => {
     const srv = await startServer();
     const port = srv.port;
