@@ -15,11 +15,14 @@ import type { AppContext } from '../context';
 
 const throttled = { description: 'Too many attempts (TOO_MANY_ATTEMPTS); see Retry-After', schema: errorResponses(429)[429].schema };
 
-/** 429 TOO_MANY_ATTEMPTS with Retry-After, when the throttle refused the request. */
+/**
+ * 429 TOO_MANY_ATTEMPTS with Retry-After, when the throttle refused the request. The message names no time: each lock
+ * has its own (Retry-After and the suggestion give it), and a locked unknown account must read like a locked real one.
+ */
 function enforce(decision: ThrottleDecision, what: string): void {
   if (decision.allowed) return;
   const seconds = decision.retryAfterSeconds;
-  throw new AppError(429, 'TOO_MANY_ATTEMPTS', `Too many ${what}; try again in ${seconds} s`, {
+  throw new AppError(429, 'TOO_MANY_ATTEMPTS', `Too many ${what}; try again after the time in Retry-After`, {
     suggestion: `Retry after ${seconds} s (the Retry-After header).`,
     headers: { 'Retry-After': String(seconds) },
   });

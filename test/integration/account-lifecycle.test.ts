@@ -105,6 +105,7 @@ function expectThrottled(res: ApiResponse): void {
   expect(res.body.error.statusCode).toBe(429);
   expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(2 * 41);
+  expect(res.body.error.suggestion).toBe(`Retry after ${res.headers.get('retry-after')} s (the Retry-After header).`);
 }
 
 describe('email verification', () => {
