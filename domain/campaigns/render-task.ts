@@ -129,7 +129,8 @@ export async function renderPacked(task: RenderTask, reader?: ContactDataReader)
     if (given === undefined) return { id: r.id, retry: DELETED };
     try {
       const data = typeof given === 'string' ? (JSON.parse(given) as Record<string, unknown>) : given;
-      const recipient = { contactId: r.contactId, email: r.email, data, emailId: r.id };
+      // Parsed here for this message alone, unless the task carried it as an object (then a copy is made).
+      const recipient = { contactId: r.contactId, email: r.email, data, dataIsOwned: typeof given === 'string', emailId: r.id };
       const start = writer.pos;
       const composed = composeWireEmail(ready, recipient);
       const email = composed.email;

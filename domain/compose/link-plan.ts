@@ -407,13 +407,12 @@ export function trackPieces(
   let value = '';
   let cut = false;
   let pixels = 0;
-  const push = (s: string) => appendSegment(out, s);
   for (const piece of pieces) {
     if (typeof piece === 'string') {
       if (piece.includes(MARK[0]!)) return null;
       plainLength += piece.length;
       if (slot >= 0) value += piece;
-      else push(piece);
+      else appendSegment(out, piece);
       continue;
     }
     for (const item of htmlItems(piece)) {
@@ -421,7 +420,7 @@ export function trackPieces(
         const text = typeof item === 'string' ? item : item.text;
         plainLength += text.length;
         if (slot >= 0) value += text;
-        else if (typeof item === 'string') push(item);
+        else if (typeof item === 'string') appendSegment(out, item);
         else out.push(item);
         continue;
       }
@@ -434,7 +433,7 @@ export function trackPieces(
       if (cut) return null;
       if (kind === PIXEL) {
         if (slot >= 0) return null;
-        if (opts.opens) push(openPixel(opts.emailId, cfg));
+        if (opts.opens) appendSegment(out, openPixel(opts.emailId, cfg));
         pixels++;
         continue;
       }
@@ -445,12 +444,12 @@ export function trackPieces(
         continue;
       }
       if (slot < 0) return null;
-      push(slotHref(value, slot, plan.slots[slot]!, targets, opts, cfg));
+      appendSegment(out, slotHref(value, slot, plan.slots[slot]!, targets, opts, cfg));
       slot = -1;
     }
   }
   if (slot >= 0 || cut || pixels !== (plan.pixelMarked ? 1 : 0)) return null;
-  if (opts.opens && !plan.pixelMarked) push(openPixel(opts.emailId, cfg));
+  if (opts.opens && !plan.pixelMarked) appendSegment(out, openPixel(opts.emailId, cfg));
   return { segments: out, plainLength };
 }
 

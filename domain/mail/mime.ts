@@ -79,13 +79,41 @@ function dateHeader(date: Date): string {
 
 /** Lines by key and value for the headers every message of a send shares; cleared when it grows past a few sends' worth. */
 const shared = new Map<string, string>();
+/** The last line of each shared header, by the name and address it was made of: a send asks for the same one each message. */
+const lastShared = { From: { name: '', address: '', line: '' }, 'Reply-To': { name: '', address: '', line: '' } };
 function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): string {
-  const id = JSON.stringify(typeof value === 'string' ? [key, value] : [key, value.name ?? '', value.address]);
+  const name = typeof value === 'string' ? '' : (value.name ?? '');
+  const address = typeof value === 'string' ? value : value.address;
+  const last = lastShared[key];
+  if (last.line && last.address === address && last.name === name && typeof value !== 'string') return last.line;
+  const id = JSON.stringify(typeof value === 'string' ? [key, value] : [key, name, address]);
   let line = shared.get(id);
   if (line === undefined) {
     if (shared.size >= 256) shared.clear();
-    line = header(key, typeof value === 'string' ? value : { name: value.name ?? '', address: value.address });
+    line = header(key, typeof value === 'string' ? value : { name, address });
     shared.set(id, line);
+  }
+  if (typeof value !== 'string') lastShared[key] = { name, address, line };
+  return line;
+}
+
+/**
+ * The line of a message's own header (Precedence, List-Id, ...): a send's messages repeat most of them with the same
+ * value, so the last line of each name is kept with its value and reused when the value is the same.
+ */
+const lastCustom = new Map<string, { value: string; line: string }>();
+function customHeader(key: string, value: string): string {
+  const last = lastCustom.get(key);
+  if (last !== undefined && last.value === value) return last.line;
+  // List-* headers (RFC 2369, 2919) are structured: an encoded word would hide the <id> or <url> from readers, and
+  // nodemailer encodes any value with a long unbroken token. Printable ASCII goes as is, folded.
+  const line = /^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLines(`${key}: ${value}`, 76) : header(key, value);
+  if (last !== undefined) {
+    last.value = value;
+    last.line = line;
+  } else {
+    if (lastCustom.size >= 64) lastCustom.clear();
+    lastCustom.set(key, { value, line });
   }
   return line;
 }
@@ -245,9 +273,7 @@ function headerBlock(msg: MimeMessage): string {
   // Like nodemailer, a header whose value is blank is left out.
   for (const [key, value] of Object.entries(msg.headers ?? {})) {
     if (!value.trim()) continue;
-    // List-* headers (RFC 2369, 2919) are structured: an encoded word would hide the <id> or <url> from readers, and
-    // nodemailer encodes any value with a long unbroken token. Printable ASCII goes as is, folded.
-    headers.push(/^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLines(`${key}: ${value}`, 76) : header(key, value));
+    headers.push(customHeader(key, value));
   }
   return headers.join('\r\n');
 }
@@ -274,20 +300,24 @@ export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOpti
   const headers = headerBlock(msg);
   let used8bit = hasEightBitOctets(headers);
   w.text(`${headers}\r\n`, true);
-  const html = () => (htmlSegments ? writeSegmentedPart(w, htmlSegments, eightBit) : writeTextPart(w, 'text/html', msg.html, eightBit));
   if (msg.text) {
     const boundary = `${opts.boundary ?? newBoundary()}_a`;
     w.text(`${foldLines(`Content-Type: multipart/alternative; boundary="${boundary}"`, 76)}\r\n\r\n--${boundary}\r\n`, false);
     used8bit = writeTextPart(w, 'text/plain', msg.text, eightBit) || used8bit;
     w.text(`\r\n--${boundary}\r\n`, false);
-    used8bit = html() || used8bit;
+    used8bit = writeHtmlPart(w, msg, eightBit, htmlSegments) || used8bit;
     w.text(`\r\n--${boundary}--\r\n`, false);
   } else {
-    used8bit = html() || used8bit;
+    used8bit = writeHtmlPart(w, msg, eightBit, htmlSegments) || used8bit;
     w.text('\r\n', false);
   }
   w.raw('.\r\n');
   return { eightBit: used8bit };
+}
+
+/** The HTML part, from its segments when the composer made them; true when it went `8bit`. */
+function writeHtmlPart(w: WireWriter, msg: MimeMessage, eightBit: boolean, htmlSegments: HtmlSegments | undefined): boolean {
+  return htmlSegments ? writeSegmentedPart(w, htmlSegments, eightBit) : writeTextPart(w, 'text/html', msg.html, eightBit);
 }
 
 /** A text part as textPart makes it, written into `w`; true when it went `8bit`. */

@@ -118,16 +118,15 @@ export function ownLinkPrefixes(cfg: LinkConfig): string[] {
  * escapeAttribute leaves as it is, so an href is the escaped prefix and the token: five replaces a link fewer (a
  * campaign message has a dozen links).
  */
-const escapedPrefixes = new Map<string, string>();
+let prefixesOf = '';
+let escapedPrefixes: Record<string, string> = {};
 function escapedPrefix(cfg: LinkConfig, path: string): string {
-  const key = `${path}\n${cfg.publicUrl}`;
-  let prefix = escapedPrefixes.get(key);
-  if (prefix === undefined) {
-    if (escapedPrefixes.size >= 64) escapedPrefixes.clear();
-    prefix = escapeAttribute(`${cfg.publicUrl}${path}`);
-    escapedPrefixes.set(key, prefix);
+  // One public URL in practice: the prefixes of the last one are kept (no key to build a link).
+  if (cfg.publicUrl !== prefixesOf) {
+    prefixesOf = cfg.publicUrl;
+    escapedPrefixes = Object.create(null) as Record<string, string>;
   }
-  return prefix;
+  return (escapedPrefixes[path] ??= escapeAttribute(`${cfg.publicUrl}${path}`));
 }
 
 /** The click redirect for one URL of one email, escaped for an href (`<publicUrl>/t/c/<token>`). */

@@ -1,5 +1,5 @@
 import { hash, hkdfSync, timingSafeEqual } from 'node:crypto';
-import { uuidBytes, uuidString } from '../ids';
+import { uuidString, writeUuid } from '../ids';
 
 /**
  * Signed tokens for the public tracking and subscription links. A token is base64url(payload || mac):
@@ -40,13 +40,23 @@ const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
 /** SHA-256's block: HMAC pads its key to this. */
 const BLOCK_BYTES = 64;
 
+/** The scratch buffer's first size; a token longer than it fits grows it. */
+const SCRATCH_BYTES = 4096;
+
 export class LinkTokens {
   /** The key XOR ipad (RFC 2104), a block, computed once. */
   private readonly innerPad: Buffer;
   /** The key XOR opad, then room for the inner hash: the second hash's input, rewritten in place by each MAC (synchronous). */
   private readonly outerBlock: Buffer;
-  private lastId = '';
-  private lastIdBytes: Buffer = Buffer.alloc(ID_BYTES);
+  /**
+   * Where sign builds a token: the inner pad, then the payload, then its MAC; the token is its base64url from the
+   * payload on. Signing is synchronous, so one buffer serves every token, and `views[n]` (its first n octets, what the
+   * inner hash reads) is made once per length: a token costs no Buffer of its own.
+   */
+  private scratch: Buffer = Buffer.alloc(0);
+  private views: Buffer[] = [];
+  /** The id whose octets are in the scratch after the header (a message signs several tokens for its one email id). */
+  private scratchId = '';
 
   constructor(appSecret: string) {
     if (!appSecret) throw new Error('LinkTokens needs a secret');
@@ -57,33 +67,45 @@ export class LinkTokens {
       this.innerPad[i]! ^= key[i]!;
       this.outerBlock[i]! ^= key[i]!;
     }
+    this.grow(SCRATCH_BYTES);
   }
 
   sign(payload: TokenPayload): string {
     const id = payload.kind === 'contact' ? payload.contactId : payload.emailId;
-    const tail = payload.kind === 'click' ? Buffer.byteLength(payload.url, 'utf8') : payload.kind === 'contact' && payload.emailId !== undefined ? ID_BYTES : 0;
-    // One buffer per token: the inner pad, then the payload, then room for the MAC; the token is payload || MAC.
-    const bodyLength = HEADER_BYTES + ID_BYTES + tail;
-    const buf = Buffer.allocUnsafe(BLOCK_BYTES + bodyLength + MAC_BYTES);
-    this.innerPad.copy(buf, 0);
+    const rest = BLOCK_BYTES + HEADER_BYTES + ID_BYTES;
+    // A URL is at most three octets a UTF-16 unit.
+    const most = rest + (payload.kind === 'click' ? 3 * payload.url.length : ID_BYTES) + MAC_BYTES;
+    if (most > this.scratch.length) this.grow(most);
+    const buf = this.scratch;
     buf[BLOCK_BYTES] = VERSION;
     buf[BLOCK_BYTES + 1] = KINDS[payload.kind];
-    this.idBytes(id).copy(buf, BLOCK_BYTES + HEADER_BYTES);
-    const rest = BLOCK_BYTES + HEADER_BYTES + ID_BYTES;
-    if (payload.kind === 'click') buf.write(payload.url, rest, 'utf8');
-    else if (tail) this.idBytes((payload as { emailId: string }).emailId).copy(buf, rest);
-    const macAt = BLOCK_BYTES + bodyLength;
-    this.macInto(buf.subarray(0, macAt), buf, macAt);
-    return buf.toString('base64url', BLOCK_BYTES);
+    if (id !== this.scratchId) {
+      // Forgotten first: an id that is not a UUID throws having written part of itself.
+      this.scratchId = '';
+      writeUuid(id, buf, BLOCK_BYTES + HEADER_BYTES);
+      this.scratchId = id;
+    }
+    let macAt = rest;
+    if (payload.kind === 'click') macAt += buf.write(payload.url, rest, 'utf8');
+    else if (payload.kind === 'contact' && payload.emailId !== undefined) {
+      writeUuid(payload.emailId, buf, rest);
+      macAt += ID_BYTES;
+    }
+    this.macInto(this.view(macAt), buf, macAt);
+    return buf.toString('base64url', BLOCK_BYTES, macAt + MAC_BYTES);
   }
 
-  /** A UUID's bytes; the last one is remembered, since a message signs several tokens for its one email id. */
-  private idBytes(id: string): Buffer {
-    if (id !== this.lastId) {
-      this.lastIdBytes = uuidBytes(id);
-      this.lastId = id;
-    }
-    return this.lastIdBytes;
+  /** A scratch of at least `bytes` octets, the inner pad at its start. */
+  private grow(bytes: number): void {
+    this.scratch = Buffer.alloc(Math.max(bytes, 2 * this.scratch.length));
+    this.innerPad.copy(this.scratch, 0);
+    this.views = [];
+    this.scratchId = '';
+  }
+
+  /** The scratch's first `length` octets. */
+  private view(length: number): Buffer {
+    return (this.views[length] ??= this.scratch.subarray(0, length));
   }
 
   /** The payload when `token` is a genuine token of `kind`, else null (malformed, forged, altered or another kind). */

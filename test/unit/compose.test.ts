@@ -304,6 +304,16 @@ describe('composeEmail', () => {
     const without = composeEmail(message, { contactId, email: 'real@example.com', data: { ...data, context: 'data' } });
     expect(without.html).toContain(`|${contactId}||data|real@example.com</p>`);
     expect(without.headers).toEqual({});
+    // Data given to change (a campaign's render thread parses it per message) gets the same email; a caller's is left as it was.
+    const owned = { ...data };
+    const inPlace = composeEmail(message, { contactId, email: 'real@example.com', data: owned, dataIsOwned: true, context: { order: 'A-1' }, emailId });
+    expect(inPlace).toEqual(withContext);
+    expect(owned).toMatchObject({ id: contactId, email: 'real@example.com', context: { order: 'A-1' } });
+    expect(data).toEqual({ plan: 'pro', email: 'spoofed@example.com', id: 'spoofed', unsubscribeUrl: 'https://evil.example' });
+    // Not a plain object: copied, as without the flag.
+    const list = Object.assign(['x'], { plan: 'pro' }) as unknown as Record<string, unknown>;
+    expect(composeEmail(message, { contactId, email: 'real@example.com', data: list, dataIsOwned: true, emailId }).html).toContain(`<p>pro|real@example.com|${contactId}|`);
+    expect(Object.keys(list)).toEqual(['0', 'plan']);
   });
 
   test('marketing mail gets the List-Unsubscribe pair, signed for the contact and this email, next to the custom headers; transactional mail only its own', async () => {

@@ -193,8 +193,12 @@ describe('per-message headers', () => {
         subject: subjects[i % subjects.length]!,
         messageId: ids[i % ids.length]!,
         date: new Date(Date.UTC(2026, 10, 27, 15, 0, i % 3, 7 * i)),
+        // Custom headers repeat their last value or change it (each name's last line is kept).
+        headers: { Precedence: i % 4 < 2 ? 'bulk' : 'list', 'X-Note': ['Ünïcode', 'plain', 'plain', `${'long '.repeat(20)}end`][i % 4]!, 'List-Id': i % 5 < 3 ? 'News <news.example.com>' : 'Other <other.example.com>' },
       };
       const raw = buildMime(msg);
+      for (const key of ['Precedence', 'X-Note']) expect(headerLine(raw, key)).toBe(nodemailer(key, msg.headers![key]!));
+      expect(headerLine(raw, 'List-Id')).toBe(foldLines(`List-Id: ${msg.headers!['List-Id']}`, 76));
       expect(headerLine(raw, 'To')).toBe(nodemailer('To', { name: msg.to.name ?? '', address: msg.to.address }));
       expect(headerLine(raw, 'From')).toBe(nodemailer('From', { name: msg.from.name ?? '', address: msg.from.address }));
       expect(headerLine(raw, 'Reply-To')).toBe(nodemailer('Reply-To', msg.replyTo!));

@@ -139,7 +139,9 @@ describe('link tokens', () => {
     const bytes = (id: string) => Buffer.from(id.replace(/-/g, ''), 'hex');
     const emails = [randomUUID(), randomUUID()];
     const contact = randomUUID();
-    for (const url of ['https://example.com/', 'https://bücher.example/ä?q=😀&x=<y>', `https://example.com/${'a'.repeat(5000)}`]) {
+    // Long URLs grow the signer's scratch buffer (twice here); lone surrogates are written as U+FFFD, as Buffer.from does.
+    const urls = ['https://example.com/', 'https://bücher.example/ä?q=😀&x=<y>', `https://example.com/${'a'.repeat(5000)}`, `https://example.com/${'€'.repeat(3000)}`, 'https://example.com/\uD800?q=\uDFFF', 'https://example.com/after'];
+    for (const url of urls) {
       for (const email of [...emails, emails[0]!]) {
         expect(tokens.sign({ kind: 'click', emailId: email, url })).toBe(written(2, bytes(email), Buffer.from(url, 'utf8')));
         expect(tokens.sign({ kind: 'contact', contactId: contact, emailId: email })).toBe(written(3, bytes(contact), bytes(email)));
@@ -149,8 +151,13 @@ describe('link tokens', () => {
     }
   });
 
-  test('signing refuses ids that are not UUIDs', () => {
+  test('signing refuses ids that are not UUIDs, and a refused id leaves the next token right', () => {
     expect(() => tokens.sign({ kind: 'open', emailId: 'not-a-uuid' })).toThrow(/UUID/);
+    const good = tokens.sign({ kind: 'open', emailId });
+    // Half a UUID's digits, then a bad character: the signer has written part of it when it throws.
+    expect(() => tokens.sign({ kind: 'open', emailId: `${'f'.repeat(8)}-ffff-ffff-ffff-fffffffffffz` })).toThrow(/UUID/);
+    expect(tokens.sign({ kind: 'open', emailId })).toBe(good);
+    expect(tokens.verify(good, 'open')).toEqual({ kind: 'open', emailId });
   });
 });
 
