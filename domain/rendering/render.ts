@@ -128,15 +128,36 @@ skeletonEngine.registerFilter('mw_html', (v: unknown, attribute?: boolean) => {
 skeletonEngine.registerFilter('mw_link', (href: unknown, text: unknown) => {
   let url = typeof href === 'string' ? href : String(href ?? '');
   if (!url) return '';
-  url = url.replace(/^mailto:/, '');
+  if (url.startsWith('mailto:')) url = url.slice(7);
   if (!url || url[0] === '#') return '';
   // html-to-text compares the href with the link's words joined without their separators. The text may be an assigned
   // value, not yet printed: stringified as Liquid prints it (arrays joined, nil empty).
   const printed = Array.isArray(text) ? text.join('') : text === null || text === undefined ? '' : String(text);
-  const words = printed.replace(TEXT_WHITESPACE, '');
-  if (url === words) return '';
-  return words ? ` [${url}]` : url;
+  const words = compareWords(printed, url);
+  if (words === WORDS_ARE_URL) return '';
+  return words === NO_WORDS ? url : ` [${url}]`;
 });
+
+const NO_WORDS = 0;
+const WORDS_ARE_URL = 1;
+const OTHER_WORDS = 2;
+/** html-to-text's whitespace characters (TEXT_WHITESPACE) by code. */
+const isTextWhitespace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0d || c === 0x0a || c === 0x0c || c === 0x200b;
+
+/**
+ * What `text` without its whitespace (TEXT_WHITESPACE) is: nothing, exactly `url`, or other words; by one pass that
+ * stops at the first character that differs from the URL, without the string the removal would make.
+ */
+function compareWords(text: string, url: string): typeof NO_WORDS | typeof WORDS_ARE_URL | typeof OTHER_WORDS {
+  let matched = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (isTextWhitespace(c)) continue;
+    if (matched >= url.length || url.charCodeAt(matched) !== c) return OTHER_WORDS;
+    matched++;
+  }
+  return matched === 0 ? NO_WORDS : matched === url.length ? WORDS_ARE_URL : OTHER_WORDS;
+}
 
 // Every render here is synchronous (renderSync): template lists render without a generator each (fast-output.ts).
 for (const engine of [plainEngine, htmlEngine, skeletonEngine]) renderTemplatesSynchronously(engine);

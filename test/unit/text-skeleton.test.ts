@@ -111,6 +111,16 @@ describe('text-part skeleton', () => {
     expect(skeleton).toBeNull();
   });
 
+  test("a link whose href and text come from values has the words of html-to-text: the URL once when the words are the URL, mailto: and # rules", async () => {
+    const { compiled, skeleton } = await skeletonOf('<p>Go <a href="{{ h }}">{{ t }}</a> now</p>');
+    expect(skeleton).not.toBeNull();
+    const hrefs = ['https://x.example/a', 'mailto:ada@x.example', 'mailto:', '#top', 'x', 'https://x.example/a b', ''];
+    const texts = ['', ' ', 'https://x.example/a', ' https://x.example/ a ', 'https://x.example/a/', 'https://x.example/', 'ada@x.example', 'ada @x.example\n', 'x', 'Read more', '\u200b', 'https://x.example/a b'];
+    for (const h of hrefs) {
+      for (const t of texts) expect({ h, t, text: words(renderTextPart(skeleton!, { h, t })) }).toEqual({ h, t, text: words(htmlToText(renderTemplate(compiled, { h, t }))) });
+    }
+  });
+
   test('tidying is the three replaces it stands for, on any text of blanks, line ends and words', () => {
     const reference = (s: string) => s.replace(/[ \t]+$/gm, '').replace(/(\S) {2,}(?=\S)/g, '$1 ').replace(/^\n+|\n+$/g, '');
     const pieces = [' ', ' ', ' ', '\n', '\n', 'a', 'bc', '\t', '\r', '\r\n', '\u00a0', '\u2028', '\u2029', '\ud800', '.'];
