@@ -5,7 +5,7 @@ import { isDatabaseUnavailable } from '../db/unavailable';
 import { SQL_UUIDV7, uuidv7 } from '../ids';
 import { logger } from '../logger';
 import { emailOutcomes, type EmailOutcomeStatus } from '../metrics';
-import type { SmtpPipelinePool } from '../mail/smtp-pipeline';
+import type { SmtpPipelinePool, SmtpSent } from '../mail/smtp-pipeline';
 import { eventDataSql, insertEventsSql, sqlName } from '../events/event-writer';
 import { AppError, validationError } from '../errors';
 import { emailDomain } from '../contacts/email-address';
@@ -442,7 +442,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
           if (throttle) await throttle.take();
           const room = inFlight.below(maxInFlight);
           if (room) await room;
-          inFlight.track(deliver(deps.smtp, message), (o) => recorder.add(o));
+          deliver(deps.smtp, message, inFlight, recorder);
         }
       }
       const drained = inFlight.below(1);
@@ -538,15 +538,28 @@ function listId(name: string, projectId: string, domain: string): string {
 }
 
 /** One SMTP transaction over the pipelined connections (the message was signed where it was rendered); its outcome, never a throw. */
-function deliver(smtp: SmtpPipelinePool, m: Extract<RenderedMessage, { wire: Buffer }>): Promise<Outcome> {
-  return smtp.send({ from: m.envelope.from, to: m.envelope.to, eightBit: m.eightBit, data: m.wire }).then(
-    (sent): Outcome => ({ kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: sent.response }),
-    (err: unknown): Outcome => {
-      const detail = (err as SmtpError).response ?? (err as Error).message;
-      if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail, suppressed: smtpRefusalSuppresses(err as SmtpError) };
-      return { kind: 'retry', id: m.id, error: detail };
-    },
-  );
+/**
+ * Sends one rendered message and records its outcome when the relay has answered (a callback, not a promise: see
+ * SmtpPipelinePool#sendWith). A recorder that throws fails the chunk's next wait.
+ */
+function deliver(smtp: SmtpPipelinePool, m: Extract<RenderedMessage, { wire: Buffer }>, inFlight: InFlight, recorder: { add(o: Outcome): void }): void {
+  inFlight.begin();
+  smtp.sendWith({ from: m.envelope.from, to: m.envelope.to, eightBit: m.eightBit, data: m.wire }, (err, sent) => {
+    try {
+      recorder.add(outcomeOf(m, err, sent));
+    } catch (thrown) {
+      inFlight.fail(thrown);
+    }
+    inFlight.settle();
+  });
+}
+
+/** What a send's end means for its email: sent, refused for good (a bounce), or to be tried again in a later pass. */
+function outcomeOf(m: Extract<RenderedMessage, { wire: Buffer }>, err: SmtpError | null, sent: SmtpSent | null): Outcome {
+  if (!err) return { kind: 'sent', id: m.id, subject: m.subject, messageId: m.messageId, response: sent!.response };
+  const detail = err.response ?? err.message;
+  if (isPermanentSmtpFailure(err)) return { kind: 'rejected', id: m.id, response: detail, suppressed: smtpRefusalSuppresses(err) };
+  return { kind: 'retry', id: m.id, error: detail };
 }
 
 /**
@@ -559,25 +572,14 @@ class InFlight {
   private waiter: { limit: number; resolve: () => void; reject: (err: unknown) => void } | null = null;
   private failure: { err: unknown } | null = null;
 
-  track<T>(pending: Promise<T>, done: (value: T) => void): void {
+  /** A send is on the wire. */
+  begin(): void {
     this.count++;
-    const fail = (err: unknown) => {
-      this.failure ??= { err };
-    };
-    void pending.then(
-      (value) => {
-        try {
-          done(value);
-        } catch (err) {
-          fail(err);
-        }
-        this.settle();
-      },
-      (err: unknown) => {
-        fail(err);
-        this.settle();
-      },
-    );
+  }
+
+  /** What its outcome's handler threw: the next wait rejects with it. */
+  fail(err: unknown): void {
+    this.failure ??= { err };
   }
 
   /** Resolves once fewer than `limit` are in flight (at once if so); rejects with a handler's error. */
@@ -587,7 +589,8 @@ class InFlight {
     return new Promise<void>((resolve, reject) => (this.waiter = { limit, resolve, reject }));
   }
 
-  private settle(): void {
+  /** A send has ended (after its outcome was handled). */
+  settle(): void {
     this.count--;
     const w = this.waiter;
     if (!w) return;
@@ -675,6 +678,13 @@ const END_UNSENT = {
   suppressed: statement('campaign_record_suppressed', endUnsentSql('SUPPRESSED', 'suppressed')),
 };
 
+/** Counts a batch of outcomes in /metrics (`mailwright_email_outcomes_total`), a counter step per kind. */
+function countOutcomes(batch: readonly Outcome[]): void {
+  const byKind = new Map<Outcome['kind'], number>();
+  for (const o of batch) byKind.set(o.kind, (byKind.get(o.kind) ?? 0) + 1);
+  for (const [kind, n] of byKind) emailOutcomes.inc({ source: 'campaign', status: CAMPAIGN_OUTCOME_STATUS[kind] }, n);
+}
+
 /**
  * Records outcomes in batches: at most FLUSH_MS after an SMTP reply (or FLUSH_COUNT replies), one statement per
  * kind, each guarded by `status = 'QUEUED'` so a row is counted once however often it is recorded. The counters of
@@ -693,7 +703,6 @@ class OutcomeRecorder {
   ) {}
 
   add(o: Outcome): void {
-    emailOutcomes.inc({ source: 'campaign', status: CAMPAIGN_OUTCOME_STATUS[o.kind] });
     this.pending.push(o);
     if (this.pending.length >= FLUSH_COUNT) void this.flush().catch(() => undefined);
     else this.timer ??= setTimeout(() => void this.flush().catch(() => undefined), FLUSH_MS);
@@ -705,6 +714,7 @@ class OutcomeRecorder {
     this.timer = null;
     const batch = this.pending;
     this.pending = [];
+    countOutcomes(batch);
     this.flushing = this.flushing.then(async () => {
       if (this.failure) throw this.failure;
       if (batch.length === 0) return;

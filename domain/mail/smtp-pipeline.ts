@@ -1,7 +1,8 @@
 import net from 'node:net';
 import os from 'node:os';
 import tls from 'node:tls';
-import { measureSend, smtpRelay } from './transport';
+import { observeSend, smtpRelay } from './transport';
+import { logger } from '../logger';
 import type { SmtpError } from '../emails/delivery';
 
 /**
@@ -68,15 +69,46 @@ function smtpError(message: string, fields: { responseCode?: number; response?: 
 const UNSAFE_ADDRESS = /[\x00-\x20<>\x7f-\uffff]/;
 
 interface Job extends WireJob {
-  resolve(sent: SmtpSent): void;
-  reject(err: SmtpError): void;
+  /** Called once, with the relay's final reply or why the message was not sent (settle). */
+  done: SendCallback;
+  /** When it was handed to the pool (performance.now()), for the send-duration metric. */
+  startedAt: number;
+  /** The first refusal of its envelope (set while its replies come). */
+  failure?: SmtpError | null;
 }
 
-/** One reply awaited, in order: what to do with it, and (while connecting) what to do if the connection fails first. */
-interface Expectation {
-  reply(reply: Reply): void;
-  fail?(err: SmtpError): void;
+/** A job's commands and content, in the order their replies come. */
+const enum Step {
+  Reset,
+  Mail,
+  Rcpt,
+  Data,
+  Content,
+  /** The reply to the lone `.` sent after a 354 to a refused envelope. */
+  Ignore,
 }
+const STEP_COMMANDS = ['RSET', 'MAIL FROM', 'RCPT TO', 'DATA'];
+
+/**
+ * One reply awaited, in order: a job's step (a plain record: a campaign sends four or five commands a message, and a
+ * callback for each was a closure and more for the worker's main thread), or, while connecting, what to do with it and
+ * what to do if the connection fails first.
+ */
+type Expectation = { job: Job; step: Step } | { job?: undefined; reply(reply: Reply): void; fail?(err: SmtpError): void };
+
+export type SendCallback = (err: SmtpError | null, sent: SmtpSent | null) => void;
+
+/** A job's end: measured as nodemailer's sends are (transport.ts observeSend), then its callback. */
+function settle(job: Job, err: SmtpError | null, sent: SmtpSent | null): void {
+  observeSend(job.startedAt, err);
+  try {
+    job.done(err, sent);
+  } catch (thrown) {
+    logger.error({ err: thrown }, 'an SMTP send callback threw');
+  }
+}
+
+const mailCommand = (job: Job) => `MAIL FROM:<${job.from}>${job.eightBit ? ' BODY=8BITMIME' : ''}`;
 
 class PipelinedConnection {
   private socket: net.Socket | tls.TLSSocket | null = null;
@@ -125,6 +157,11 @@ class PipelinedConnection {
     this.queue.push(job);
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = null;
+    // Connected: straight on (a promise reaction a message was a cost of its own); else once the handshake is done.
+    if (this.established) {
+      this.pump();
+      return;
+    }
     this.connect().then(
       () => this.pump(),
       () => undefined, // failConnection has rejected the queue
@@ -253,22 +290,31 @@ class PipelinedConnection {
 
   /** Splits replies (multi-line ones end with a line whose code is followed by a space) and hands each to its expectation. */
   private receive(chunk: string): void {
-    this.buffer += chunk;
-    for (let end = this.buffer.indexOf('\n'); end >= 0; end = this.buffer.indexOf('\n')) {
-      const line = this.buffer.slice(0, end).replace(/\r$/, '');
-      this.buffer = this.buffer.slice(end + 1);
-      this.lines.push(line);
-      if (line.length >= 4 && line[3] === '-') continue;
+    const buffer = this.buffer ? this.buffer + chunk : chunk;
+    let start = 0;
+    for (let end = buffer.indexOf('\n'); end >= 0 && !this.closed; end = buffer.indexOf('\n', start)) {
+      const line = buffer.slice(start, end > start && buffer.charCodeAt(end - 1) === 0x0d ? end - 1 : end);
+      start = end + 1;
+      if (line.length >= 4 && line[3] === '-') {
+        this.lines.push(line);
+        continue;
+      }
       const code = Number(line.slice(0, 3));
-      const text = this.lines.map((l) => l.slice(4)).join('\n');
-      this.lines = [];
+      let text: string;
+      if (this.lines.length) {
+        this.lines.push(line);
+        text = this.lines.map((l) => l.slice(4)).join('\n');
+        this.lines = [];
+      } else text = line.slice(4);
       const handler = this.expected.shift();
       if (!handler || !Number.isInteger(code)) {
         this.failConnection(smtpError(`Unexpected reply from the SMTP server: ${line.slice(0, 200)}`, { code: 'EPROTOCOL' }));
         return;
       }
-      handler.reply({ code, text });
+      if (handler.job) this.stepReply(handler.job, handler.step, { code, text });
+      else handler.reply({ code, text });
     }
+    this.buffer = start === 0 ? buffer : buffer.slice(start);
     if (this.buffer.length > 64 * 1024) this.failConnection(smtpError('The SMTP server sent an overlong line', { code: 'EPROTOCOL' }));
     this.armTimeout();
   }
@@ -285,31 +331,44 @@ class PipelinedConnection {
     }
     const unsupported = this.refusal(job);
     if (unsupported) {
-      job.reject(unsupported);
+      settle(job, unsupported, null);
       this.pump(prefix);
       return;
     }
     this.envelopeOpen = true;
     this.active.add(job);
-    const pipelining = this.extensions.has('PIPELINING');
-    const commands: [string, string][] = [];
-    if (this.needsReset) commands.push(['RSET', 'RSET']);
+    job.failure = null;
+    const reset = this.needsReset;
     this.needsReset = false;
-    commands.push([`MAIL FROM:<${job.from}>${job.eightBit ? ' BODY=8BITMIME' : ''}`, 'MAIL FROM'], [`RCPT TO:<${job.to}>`, 'RCPT TO'], ['DATA', 'DATA']);
-    let failure: SmtpError | null = null;
-    const replies = commands.map(([, name], i) => (r: Reply) => {
-      const ok = name === 'DATA' ? r.code === 354 : name === 'RSET' ? r.code < 400 : r.code >= 200 && r.code < 300;
-      if (!ok && !failure && name !== 'RSET') failure = this.replyError(r, name);
-      if (name === 'DATA') this.endEnvelope(job, failure, r);
-      // Pipelined, every command is on the wire already: DATA's reply settles the job.
-      else if (pipelining) return;
-      // One at a time: a refusal ends the job (nothing more of it is on the wire), else the next command goes.
-      else if (failure) this.endEnvelope(job, failure, null);
-      else this.write(null, `${commands[i + 1]![0]}\r\n`);
-    });
-    this.expected.push(...replies.map((reply) => ({ reply })));
-    if (pipelining) this.write(prefix, commands.map(([line]) => `${line}\r\n`).join(''));
-    else this.write(prefix, `${commands[0]![0]}\r\n`);
+    if (reset) this.expected.push({ job, step: Step.Reset });
+    this.expected.push({ job, step: Step.Mail }, { job, step: Step.Rcpt }, { job, step: Step.Data });
+    if (this.extensions.has('PIPELINING')) this.write(prefix, `${reset ? 'RSET\r\n' : ''}${mailCommand(job)}\r\nRCPT TO:<${job.to}>\r\nDATA\r\n`);
+    else this.write(prefix, reset ? 'RSET\r\n' : `${mailCommand(job)}\r\n`);
+  }
+
+  /** A reply to one of a job's steps. */
+  private stepReply(job: Job, step: Step, r: Reply): void {
+    const pipelining = this.extensions.has('PIPELINING');
+    if (step === Step.Ignore) return;
+    if (step === Step.Content) {
+      this.active.delete(job);
+      if (r.code >= 200 && r.code < 300) settle(job, null, { response: `${r.code} ${r.text}` });
+      else settle(job, this.replyError(r, 'DATA'), null);
+      if (!pipelining) {
+        // Without PIPELINING the next MAIL waits for this reply.
+        this.envelopeOpen = false;
+        this.pump();
+      } else this.maybeIdle();
+      return;
+    }
+    const ok = step === Step.Data ? r.code === 354 : step === Step.Reset ? r.code < 400 : r.code >= 200 && r.code < 300;
+    if (!ok && !job.failure && step !== Step.Reset) job.failure = this.replyError(r, STEP_COMMANDS[step]!);
+    if (step === Step.Data) this.endEnvelope(job, job.failure ?? null, r);
+    // Pipelined, every command is on the wire already: DATA's reply settles the job.
+    else if (pipelining) return;
+    // One at a time: a refusal ends the job (nothing more of it is on the wire), else the next command goes.
+    else if (job.failure) this.endEnvelope(job, job.failure, null);
+    else this.write(null, step === Step.Reset ? `${mailCommand(job)}\r\n` : step === Step.Mail ? `RCPT TO:<${job.to}>\r\n` : 'DATA\r\n');
   }
 
   /** What the relay cannot take of this job (before anything is written), or null. */
@@ -323,10 +382,11 @@ class PipelinedConnection {
   private write(prefix: Buffer | null, commands: string | null): void {
     const socket = this.socket!;
     if (prefix && commands) {
+      // One write of both (writev).
       socket.cork();
       socket.write(prefix);
       socket.write(commands, 'latin1');
-      process.nextTick(() => socket.uncork());
+      socket.uncork();
     } else if (prefix) socket.write(prefix);
     else if (commands) socket.write(commands, 'latin1');
     this.armTimeout();
@@ -341,24 +401,13 @@ class PipelinedConnection {
       this.needsReset = true;
       // A relay that answers DATA with 354 despite a refused recipient gets an empty message it cannot deliver.
       if (dataReply?.code === 354) {
-        this.expected.push({ reply: () => undefined });
+        this.expected.push({ job, step: Step.Ignore });
         this.pump(Buffer.from('.\r\n'));
       } else this.pump();
-      job.reject(failure);
+      settle(job, failure, null);
       return;
     }
-    this.expected.push({
-      reply: (r) => {
-        this.active.delete(job);
-        if (r.code >= 200 && r.code < 300) job.resolve({ response: `${r.code} ${r.text}` });
-        else job.reject(this.replyError(r, 'DATA'));
-        if (!pipelining) {
-          // Without PIPELINING the next MAIL waits for this reply.
-          this.envelopeOpen = false;
-          this.pump();
-        } else this.maybeIdle();
-      },
-    });
+    this.expected.push({ job, step: Step.Content });
     // With PIPELINING the next job's MAIL, RCPT and DATA go in the same write as this content.
     if (pipelining) this.envelopeOpen = false;
     this.pump(job.data);
@@ -392,13 +441,13 @@ class PipelinedConnection {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.socket?.destroy();
     const waiting = this.queue.splice(0);
-    for (const e of this.expected.splice(0)) e.fail?.(err);
-    for (const job of this.active) job.reject(err);
+    for (const e of this.expected.splice(0)) if (!e.job) e.fail?.(err);
+    for (const job of this.active) settle(job, err, null);
     this.active.clear();
     // A connection that never came up takes its waiting jobs down with it (the relay is away or refuses us: a new
     // connection would fare no better); otherwise they go on over another.
     if (!this.established) {
-      waiting.forEach((job) => job.reject(err));
+      for (const job of waiting) settle(job, err, null);
       this.onClose(this, []);
     } else this.onClose(this, waiting);
   }
@@ -419,13 +468,19 @@ export class SmtpPipelinePool {
 
   /** Sends one message; resolves with the relay's final reply, rejects with an SmtpError. Measured as nodemailer's sends are. */
   send(job: WireJob): Promise<SmtpSent> {
-    return measureSend(
-      () =>
-        new Promise<SmtpSent>((resolve, reject) => {
-          if (this.closing) reject(smtpError('The pool was closed', { code: 'ECONNECTION' }));
-          else this.dispatch({ ...job, resolve, reject });
-        }),
-    );
+    return new Promise<SmtpSent>((resolve, reject) => this.sendWith(job, (err, sent) => (err ? reject(err) : resolve(sent!))));
+  }
+
+  /**
+   * send with a callback instead of a promise (a campaign's sends: each promise and reaction a message costs the
+   * worker's main thread, more so with the promise hooks Temporal's context turns on). `done` is called once, perhaps
+   * before sendWith returns (a closed pool, a message the relay cannot take); it must not throw (what it throws is
+   * logged and dropped).
+   */
+  sendWith(job: WireJob, done: SendCallback): void {
+    const queued: Job = { from: job.from, to: job.to, eightBit: job.eightBit, data: job.data, done, startedAt: performance.now() };
+    if (this.closing) settle(queued, smtpError('The pool was closed', { code: 'ECONNECTION' }), null);
+    else this.dispatch(queued);
   }
 
   private dispatch(job: Job): void {
@@ -441,7 +496,7 @@ export class SmtpPipelinePool {
       const i = this.connections.indexOf(closed);
       if (i >= 0) this.connections.splice(i, 1);
       for (const job of leftover) {
-        if (this.closing) job.reject(smtpError('The pool was closed', { code: 'ECONNECTION' }));
+        if (this.closing) settle(job, smtpError('The pool was closed', { code: 'ECONNECTION' }), null);
         else this.dispatch(job);
       }
     });

@@ -54,25 +54,35 @@ export function sendMeasured<T>(transport: Transporter<T>, mail: SendMailOptions
   return measureSend(() => transport.sendMail(mail));
 }
 
+/** The metrics of one SMTP send that started at `startedAt` (performance.now()) and ended with `err` (null: sent). */
+export function observeSend(startedAt: number, err: unknown): void {
+  const seconds = (performance.now() - startedAt) / 1000;
+  if (err === null) {
+    smtpSendDuration.observe({ outcome: 'sent' }, seconds);
+    return;
+  }
+  const reason = smtpErrorReason(err);
+  smtpSendDuration.observe({ outcome: reason === '5xx' ? 'rejected' : 'error' }, seconds);
+  smtpSendErrors.inc({ reason });
+}
+
 /** One SMTP send, measured: its duration by outcome and its failures by reason (README › Metrics and health). */
-export function measureSend<T>(send: () => Promise<T>): Promise<T> {
-  const end = smtpSendDuration.startTimer();
+function measureSend<T>(send: () => Promise<T>): Promise<T> {
+  const startedAt = performance.now();
   let pending: Promise<T>;
   try {
     pending = send();
   } catch (err) {
     pending = Promise.reject(err as Error);
   }
-  // Reactions, not an async function: a campaign measures every message, and each promise pays Node's promise hooks.
+  // Reactions, not an async function: each promise pays Node's promise hooks.
   return pending.then(
     (result) => {
-      end({ outcome: 'sent' });
+      observeSend(startedAt, null);
       return result;
     },
     (err: unknown) => {
-      const reason = smtpErrorReason(err);
-      end({ outcome: reason === '5xx' ? 'rejected' : 'error' });
-      smtpSendErrors.inc({ reason });
+      observeSend(startedAt, err ?? new Error('the send failed'));
       throw err;
     },
   );

@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import { simpleParser } from 'mailparser';
 import { SmtpPipelinePool } from '../../domain/mail/smtp-pipeline';
@@ -204,6 +204,68 @@ describe('SmtpPipelinePool against a real SMTP server (smtp-server)', () => {
     } finally {
       p.close();
       await srv.close();
+    }
+  });
+
+  test('replies that arrive a few octets at a time, multi-line, with CRLF or a bare LF: each message settles with its own reply', async () => {
+    // A scripted relay: every reply is written in pieces of one to three octets, one piece a turn of its event loop.
+    const messages: Buffer[] = [];
+    const server = net.createServer((socket) => {
+      socket.setNoDelay(true);
+      let queue = Promise.resolve();
+      const reply = (text: string) => {
+        queue = queue.then(async () => {
+          for (let i = 0; i < text.length; ) {
+            const n = 1 + (i % 3);
+            socket.write(text.slice(i, i + n));
+            i += n;
+            await new Promise((r) => setImmediate(r));
+          }
+        });
+      };
+      let pending = Buffer.alloc(0);
+      let inData = false;
+      socket.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        for (;;) {
+          if (inData) {
+            const end = pending.indexOf('\r\n.\r\n');
+            if (end < 0) return;
+            messages.push(pending.subarray(0, end + 5));
+            pending = pending.subarray(end + 5);
+            inData = false;
+            reply(`250-queued\r\n250 as Q${messages.length}\r\n`);
+            continue;
+          }
+          const nl = pending.indexOf('\r\n');
+          if (nl < 0) return;
+          const line = pending.subarray(0, nl).toString('latin1');
+          pending = pending.subarray(nl + 2);
+          const verb = line.slice(0, 4).toUpperCase();
+          if (verb === 'EHLO') reply('250-relay.test\r\n250-PIPELINING\r\n250 8BITMIME\r\n');
+          else if (verb === 'MAIL') reply('250-sender\n250 ok\n');
+          else if (verb === 'RCPT') reply('250 recipient ok\r\n');
+          else if (verb === 'DATA') {
+            reply('354 go ahead\r\n');
+            inData = true;
+          } else if (verb === 'QUIT') reply('221 bye\r\n');
+          else reply('500 what\r\n');
+        }
+      });
+      socket.on('error', () => undefined);
+      reply('220 relay.test ready\r\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const p = pool((server.address() as AddressInfo).port, { maxConnections: 2 });
+    try {
+      const jobs = Array.from({ length: 20 }, (_, i) => job(`r${i}@example.org`, `<p>Message ${i}</p>`));
+      const results = await Promise.all(jobs.map((j) => p.send(j)));
+      expect(results.every((r) => /^250 queued\nas Q\d+$/.test(r.response))).toBe(true);
+      expect(new Set(results.map((r) => r.response)).size).toBe(20);
+      expect(messages.map((m) => m.toString('latin1')).sort()).toEqual(jobs.map((j) => j.data.toString('latin1')).sort());
+    } finally {
+      p.close();
+      await new Promise<void>((r) => server.close(() => r()));
     }
   });
 
