@@ -101,7 +101,20 @@ async function withWorkers<T>(taskQueue: string, db: Db, calls: Calls, afterTest
       },
     },
   });
-  return worker.runUntil(shareWorker.runUntil(fn()));
+  return worker.runUntil(shareWorker.runUntil(withDeadline(fn(), 40_000)));
+}
+
+/**
+ * `run`'s result, or a failure after `ms`: a run that hangs then fails its test while runUntil shuts its workers down.
+ * Left to jest's timeout, the workers kept polling after the test, held the connection past teardown and kept the test
+ * process from ending (once, on a loaded host).
+ */
+function withDeadline<T>(run: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the scenario had no result in ${ms} ms`)), ms);
+  });
+  return Promise.race([run, deadline]).finally(() => clearTimeout(timer));
 }
 
 async function start(taskQueue: string): Promise<WorkflowHandle<typeof campaignSend>> {
