@@ -77,45 +77,38 @@ function dateHeader(date: Date): string {
   return dateLine.line;
 }
 
-/** Lines by key and value for the headers every message of a send shares; cleared when it grows past a few sends' worth. */
-const shared = new Map<string, string>();
-/** The last line of each shared header, by the name and address it was made of: a send asks for the same one each message. */
-const lastShared = { From: { name: '', address: '', line: '' }, 'Reply-To': { name: '', address: '', line: '' } };
-function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): string {
-  const name = typeof value === 'string' ? '' : (value.name ?? '');
-  const address = typeof value === 'string' ? value : value.address;
-  const last = lastShared[key];
-  if (last.line && last.address === address && last.name === name && typeof value !== 'string') return last.line;
-  const id = JSON.stringify(typeof value === 'string' ? [key, value] : [key, name, address]);
-  let line = shared.get(id);
-  if (line === undefined) {
-    if (shared.size >= 256) shared.clear();
-    line = header(key, typeof value === 'string' ? value : { name, address });
-    shared.set(id, line);
-  }
-  if (typeof value !== 'string') lastShared[key] = { name, address, line };
+/**
+ * The last line of each header name with what it was made of: a send's messages repeat most of their headers (From,
+ * Reply-To, Precedence, List-Id) with the same value, so a line is made again only when its value changes. `name`:
+ * an address's display name, null for a header given as text.
+ */
+const lastLines = new Map<string, { value: string; name: string | null; line: string }>();
+
+function lastLine(key: string, value: string, name: string | null): string | undefined {
+  const last = lastLines.get(key);
+  return last !== undefined && last.value === value && last.name === name ? last.line : undefined;
+}
+
+function keepLine(key: string, value: string, name: string | null, line: string): string {
+  if (lastLines.size >= 64 && !lastLines.has(key)) lastLines.clear();
+  lastLines.set(key, { value, name, line });
   return line;
 }
 
-/**
- * The line of a message's own header (Precedence, List-Id, ...): a send's messages repeat most of them with the same
- * value, so the last line of each name is kept with its value and reused when the value is the same.
- */
-const lastCustom = new Map<string, { value: string; line: string }>();
+/** From and Reply-To: an address (with its name) or the text of one. */
+function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): string {
+  if (typeof value === 'string') return lastLine(key, value, null) ?? keepLine(key, value, null, header(key, value));
+  const name = value.name ?? '';
+  return lastLine(key, value.address, name) ?? keepLine(key, value.address, name, header(key, { name, address: value.address }));
+}
+
+/** A message's own header (Precedence, List-Id, List-Unsubscribe, ...). */
 function customHeader(key: string, value: string): string {
-  const last = lastCustom.get(key);
-  if (last !== undefined && last.value === value) return last.line;
+  const known = lastLine(key, value, null);
+  if (known !== undefined) return known;
   // List-* headers (RFC 2369, 2919) are structured: an encoded word would hide the <id> or <url> from readers, and
   // nodemailer encodes any value with a long unbroken token. Printable ASCII goes as is, folded.
-  const line = /^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLines(`${key}: ${value}`, 76) : header(key, value);
-  if (last !== undefined) {
-    last.value = value;
-    last.line = line;
-  } else {
-    if (lastCustom.size >= 64) lastCustom.clear();
-    lastCustom.set(key, { value, line });
-  }
-  return line;
+  return keepLine(key, value, null, /^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLines(`${key}: ${value}`, 76) : header(key, value));
 }
 
 /**

@@ -75,6 +75,8 @@ interface Job extends WireJob {
   startedAt: number;
   /** The first refusal of its envelope (set while its replies come). */
   failure?: SmtpError | null;
+  /** Its callback has been called (settle calls it once, as a promise settles once). */
+  settled?: boolean;
 }
 
 /** A job's commands and content, in the order their replies come. */
@@ -100,6 +102,8 @@ export type SendCallback = (err: SmtpError | null, sent: SmtpSent | null) => voi
 
 /** A job's end: measured as nodemailer's sends are (transport.ts observeSend), then its callback. */
 function settle(job: Job, err: SmtpError | null, sent: SmtpSent | null): void {
+  if (job.settled) return;
+  job.settled = true;
   observeSend(job.startedAt, err);
   try {
     job.done(err, sent);
