@@ -114,7 +114,8 @@ async function main() {
       // status polling (one GET every 200 ms).
       cpuMsPerMessage: Object.fromEntries(Object.entries(cpuAfter).map(([k, v]) => [k, Math.round(((v - (cpuBefore[k] ?? 0)) * 1_000_000) / Math.max(1, sink.messages())) / 1000])),
       // Each worker's CPU per message of the campaign (as cpuMsPerMessage) by thread: main, the render threads
-      // (CAMPAIGN_RENDER_THREADS, one per core by default: the busiest others), and the rest (V8's garbage collection
+      // (CAMPAIGN_RENDER_THREADS, one per core by default: the busiest others; an unsigned campaign renders on one fewer,
+      // so the last is then near 0 or a thread that is not one), and the rest (V8's garbage collection
       // and compilation threads, libuv's, the Temporal core's).
       workerThreadsCpuMsPerMessage: workerPids.map((pid, i) =>
         threadShares(pid, threadsBefore[i]!, threadsAfter[i]!, Number(process.env.CAMPAIGN_RENDER_THREADS ?? os.availableParallelism()), sink.messages()),

@@ -489,7 +489,8 @@ function buildConfig(env: z.infer<typeof schema>) {
       chunkSize: env.CAMPAIGN_CHUNK_SIZE,
       /**
        * Worker threads that render and sign campaign messages (0: on the main thread); default one per core: DKIM
-       * signing (an RSA signature per message) made a single thread the limit of a signed campaign.
+       * signing (an RSA signature per message) made a single thread the limit of a signed campaign. Unsigned batches use
+       * one thread fewer (render-pool.ts unsignedConcurrency).
        */
       renderThreads: env.CAMPAIGN_RENDER_THREADS ?? Math.max(1, os.availableParallelism()),
       /** Pauses before each retry pass over recipients whose send failed transiently; their count is the number of passes. */

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import pLimit from 'p-limit';
 import { Piscina } from 'piscina';
 import { ContactDataReader, renderPacked, unpack, type PackedBatch, type RenderTask, type RenderedMessage } from './render-task';
 
@@ -10,6 +11,26 @@ import { ContactDataReader, renderPacked, unpack, type PackedBatch, type RenderT
 export interface RenderPool {
   render(task: RenderTask): Promise<RenderedMessage[]>;
   close(): Promise<void>;
+}
+
+/**
+ * How many batches without a signature render at once on `threads` threads: one thread fewer, so the worker's main
+ * thread (SMTP, SQL, the hand-over, about half a render thread's work per message) keeps a core of its own. On two
+ * cores, two render threads beside the main thread cost about a tenth more CPU per message than one and sent 100,000
+ * no faster, with 50-60 MB more memory (BENCHMARKS.md › Issue 28, ninth stop). A signed batch may use every thread:
+ * its RSA signatures make the render threads the limit, and the second core is what keeps a signed campaign close to
+ * an unsigned one.
+ */
+export const unsignedConcurrency = (threads: number): number => Math.max(1, threads - 1);
+
+/**
+ * `run` holding back unsigned tasks beyond unsignedConcurrency(threads) until one ends; signed tasks are not held.
+ * p-limit (already in the tree, through jest and eslint) rather than a queue of our own. A task waits here, before
+ * piscina, so piscina starts a second thread only for signed batches.
+ */
+export function limitUnsigned<T extends { dkim?: unknown }, R>(threads: number, run: (task: T) => Promise<R>): (task: T) => Promise<R> {
+  const unsigned = pLimit(unsignedConcurrency(threads));
+  return (task) => (task.dkim ? run(task) : unsigned(run, task));
 }
 
 /** `databaseUrl`: where a batch's contact data is read (render-task.ts ContactDataReader), by each thread itself. */
@@ -31,5 +52,6 @@ export function createRenderPool(threads: number, databaseUrl: string): RenderPo
     // per message; the smaller bounds keep a sending worker's memory down (BENCHMARKS.md › Campaign send, issue 28).
     resourceLimits: { maxYoungGenerationSizeMb: 24, maxOldGenerationSizeMb: 64 },
   });
-  return { render: async (task) => unpack(await pool.run(task)), close: () => pool.destroy() };
+  const run = limitUnsigned(threads, (task: RenderTask) => pool.run(task));
+  return { render: async (task) => unpack(await run(task)), close: () => pool.destroy() };
 }
