@@ -53,6 +53,19 @@ function tokenEvaluator(token: TokenLike | undefined): Evaluate | null {
   const props = token.props.map(tokenEvaluator);
   if (props.some((p) => p === null)) return null;
   const keys = props as Evaluate[];
+  type Scoped = { findScope(k: unknown): unknown; readProperty(o: unknown, k: unknown): unknown };
+  // A path of literal keys (`r.title`, `items[0]`, nearly every path in a template): each key's value is its content
+  // (`toValue` of a string or number is itself), so the path is known here and not evaluated per render.
+  if (token.props.every((p) => 'content' in p)) {
+    const path = token.props.map((p) => p.content);
+    const first = path[0];
+    return (ctx) => {
+      const scoped = ctx as unknown as Scoped;
+      let scope: unknown = scoped.findScope(first);
+      for (let i = 0; i < path.length; i++) scope = settle(scoped.readProperty(scope, path[i]));
+      return scope;
+    };
+  }
   return (ctx) => {
     // evalPropertyAccessToken: each property's value (`evalTokenValue`), then `_get`: the scope of the first, and
     // `readProperty` along every key from there.
