@@ -50,7 +50,12 @@ export function sniffImage(bytes: Buffer): SniffedImage {
   }
   let size: { width?: number; height?: number; type?: string };
   try {
-    size = imageSize(bytes);
+    // image-size reads its numbers through a DataView over the whole ArrayBuffer behind the view it is given, not
+    // bounded by the view: a truncated header in a view of a larger buffer (Node's shared pool for small Buffers, a
+    // slice of a request) reads whatever bytes follow it as a width and height. Given memory of exactly these bytes,
+    // a read past the end throws instead.
+    const exact = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length ? bytes : new Uint8Array(bytes);
+    size = imageSize(exact);
   } catch {
     size = {};
   }

@@ -37,6 +37,9 @@ describe('sniffImage: the type and size of an upload come from its bytes', () =>
     ['a JPEG start without a frame header', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x04, 0x00, 0x00, 0xff, 0xd9]), 'invalid_image'],
     ['a RIFF file that is no WebP (WAV)', Buffer.concat([Buffer.from('RIFF\x24\0\0\0WAVEfmt ', 'latin1'), Buffer.alloc(32)]), 'unsupported_image_type'],
     ['a truncated GIF', Buffer.from('GIF89a', 'latin1'), 'invalid_image'],
+    // Views that end inside a header, of memory that goes on with what reads as a size.
+    ['a truncated GIF in a larger buffer', Buffer.from('GIF89a\x10\x00\x20\x00', 'latin1').subarray(0, 6), 'invalid_image'],
+    ['a truncated PNG in a larger buffer', makePng(17, 9).subarray(0, 20), 'invalid_image'],
   ])('%s is refused: %s', (_name, bytes, code) => {
     expect(rejection(bytes)).toBe(code);
   });
