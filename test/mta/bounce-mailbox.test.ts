@@ -9,7 +9,7 @@ import { closeDb, db, waitForEmailStatus } from '../helpers/db';
 import { expectStatus } from '../helpers/automations';
 import { addVerifiedDomain, createTestProject } from '../helpers/fixtures';
 import { OwnStack } from '../helpers/own-stack';
-import { waitFor } from '../helpers/wait';
+import { waitFor, within } from '../helpers/wait';
 import { startDovecot, type RunningDovecot } from '../helpers/dovecot';
 import { startSmtpCapture } from '../support/smtp-capture';
 import { loadConfig } from '../../domain/config';
@@ -191,16 +191,6 @@ async function triggerPoll(): Promise<string> {
     if (fresh) return fresh;
     if (Date.now() > deadline) throw new Error('the schedule started no poll');
     await new Promise((r) => setTimeout(r, 300));
-  }
-}
-
-/** `promise`, or a rejection naming `what` after `timeoutMs` (the timer is cleared either way: jest exits at once). */
-async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${timeoutMs} ms`)), timeoutMs)))]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

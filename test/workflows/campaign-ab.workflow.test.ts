@@ -6,6 +6,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { TEMPORAL_TEST_SERVER_HELP } from '../../scripts/services/temporal-test-server';
 import { HISTORIES_DIR } from '../helpers/histories';
+import { within } from '../helpers/wait';
 import type { CampaignActivities } from '../../temporal/activities/campaign.activities';
 import type { campaignSend } from '../../temporal/workflows/campaign-send.workflow';
 import { campaignAbQuery, campaignShareQueue, campaignWakeSignal } from '../../temporal/definitions';
@@ -25,6 +26,12 @@ const skippingTest = (title: string, fn: () => Promise<void>) =>
   timeSkipping ? test(title, fn, 60_000) : test.skip(`${title} (skipped without a time-skipping test server: ${TEMPORAL_TEST_SERVER_HELP})`, fn);
 
 const HOURS_4 = 4 * 3600;
+/**
+ * Test-time sleeps end half an hour off the run's hourly re-read of the campaign: a signal sent as a re-read timer
+ * fell due made the time-skipping test server refuse the workflow task that cancelled that timer ("invalid history
+ * builder state for action"), after which the run and the server's time skipping stood still (once in a few runs).
+ */
+const HALF_HOUR_MS = 1_800_000;
 
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundle;
@@ -38,7 +45,23 @@ beforeAll(async () => {
   ]);
 }, 120_000);
 
+/**
+ * The runs the tests started, and their results still awaited. A scenario that hangs leaves both, and the awaited
+ * result keeps the server's time skipping unlocked (which the next tests then met: they hung too). So a scenario past
+ * its deadline, and the file's end, end every open run and wait for the result calls before going on. A call still
+ * open at teardown was retried on the closed connection, and that failure (thrown in a timer) failed whichever test
+ * file ran next.
+ */
+const runs: WorkflowHandle<typeof campaignSend>[] = [];
+const awaited = new Set<Promise<unknown>>();
+
+async function endOpenRuns(): Promise<void> {
+  await Promise.all(runs.splice(0).map((h) => h.terminate('the test ended without its result').catch(() => undefined)));
+  await within(Promise.allSettled(awaited), 20_000, 'the result calls did not end').catch(() => undefined);
+}
+
 afterAll(async () => {
+  if (env) await endOpenRuns();
   await env?.teardown();
 });
 
@@ -101,46 +124,57 @@ async function withWorkers<T>(taskQueue: string, db: Db, calls: Calls, afterTest
       },
     },
   });
-  return worker.runUntil(shareWorker.runUntil(withDeadline(fn(), 40_000)));
-}
-
-/**
- * `run`'s result, or a failure after `ms`: a run that hangs then fails its test while runUntil shuts its workers down.
- * Left to jest's timeout, the workers kept polling after the test, held the connection past teardown and kept the test
- * process from ending (once, on a loaded host).
- */
-function withDeadline<T>(run: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the scenario had no result in ${ms} ms`)), ms);
+  // A deadline: a run that hangs fails its test while runUntil shuts the workers down. Left to jest's timeout, the
+  // workers kept polling after the test, held the connection past teardown and kept the test process from ending.
+  const run = within(fn(), 40_000, 'the scenario had no result').catch(async (err: unknown) => {
+    await endOpenRuns();
+    throw err;
   });
-  return Promise.race([run, deadline]).finally(() => clearTimeout(timer));
+  return worker.runUntil(shareWorker.runUntil(run));
 }
 
 async function start(taskQueue: string): Promise<WorkflowHandle<typeof campaignSend>> {
-  return env.client.workflow.start<typeof campaignSend>('campaignSend', {
+  const handle = await env.client.workflow.start<typeof campaignSend>('campaignSend', {
     taskQueue,
     workflowId: `campaign-send/ab-${Math.random()}`,
     args: [{ projectId: 'p', campaignId: 'c', scheduledFor: null }],
   });
+  runs.push(handle);
+  return handle;
 }
 
-/** Waits (in real time: time skipping is locked while no result is awaited) until the run waits for its decision. */
+/**
+ * Waits (in real time: time skipping is locked while no result is awaited) until the run waits for its decision: its
+ * progress says so, and its last command was the wait's timer, so no re-read of the campaign is in flight.
+ * A cancel while that activity had been handed to the worker (started, not yet completed) made the time-skipping test
+ * server refuse the run's next workflow task ("ACTIVITY_UNKNOWN for scheduledEventId"), after which the run and the
+ * server's time skipping stood still (a loaded host, once in a few runs). The real server has no such case; this test
+ * is about the wait, and now acts during it.
+ */
 async function untilWaiting(handle: WorkflowHandle<typeof campaignSend>): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     const progress = await handle.query(campaignAbQuery).catch(() => null);
-    if (progress?.phase === 'waiting') return;
+    if (progress?.phase === 'waiting' && (await inTimer(handle))) return;
     if (Date.now() > deadline) throw new Error(`the run is not waiting: ${JSON.stringify(progress)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-const outcomeOf = (handle: WorkflowHandle<typeof campaignSend>) =>
-  handle.result().then(
+/** Whether the run's latest command was a timer: no activity was scheduled after it. */
+async function inTimer(handle: WorkflowHandle<typeof campaignSend>): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.findLastIndex((e) => e.timerStartedEventAttributes) > events.findLastIndex((e) => e.activityTaskScheduledEventAttributes);
+}
+
+function outcomeOf(handle: WorkflowHandle<typeof campaignSend>) {
+  const outcome = handle.result().then(
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
+  awaited.add(outcome);
+  return outcome.finally(() => awaited.delete(outcome));
+}
 
 async function record(handle: WorkflowHandle<typeof campaignSend>, name: string): Promise<void> {
   if (process.env.RECORD_HISTORIES !== '1') return;
@@ -209,7 +243,7 @@ describe('campaignSend of an A/B-tested campaign', () => {
     const db: Db = { status: 'SENDING', pick: null };
     const { handle, outcome, progress, calls } = await scenario('manual', db, async (handle, calls) => {
       // Past the test's end (4 hours): no decision without a pick.
-      await env.sleep(5 * 3_600_000);
+      await env.sleep(5 * 3_600_000 + HALF_HOUR_MS);
       expect(calls.decide).toBe(0);
       expect(calls.partitions).toHaveLength(4);
       db.pick = 0;
@@ -269,7 +303,7 @@ describe('campaignSend of an A/B-tested campaign', () => {
     const { handle, outcome, calls } = await scenario('auto', db, async (handle, calls) => {
       db.status = 'PAUSED';
       await handle.signal(campaignWakeSignal);
-      await env.sleep(HOURS_4 * 1000 * 2);
+      await env.sleep(HOURS_4 * 1000 * 2 + HALF_HOUR_MS);
       expect(calls.decide).toBe(0);
       db.status = 'SENDING';
       await handle.signal(campaignWakeSignal);
