@@ -50,9 +50,6 @@ function tokenEvaluator(token: TokenLike | undefined): Evaluate | null {
     return () => content;
   }
   if (token.kind !== TokenKind.PropertyAccess || token.variable || !token.props?.length) return null;
-  const props = token.props.map(tokenEvaluator);
-  if (props.some((p) => p === null)) return null;
-  const keys = props as Evaluate[];
   type Scoped = { findScope(k: unknown): unknown; readProperty(o: unknown, k: unknown): unknown };
   // A path of literal keys (`r.title`, `items[0]`, nearly every path in a template): each key's value is its content
   // (`toValue` of a string or number is itself), so the path is known here and not evaluated per render.
@@ -66,12 +63,16 @@ function tokenEvaluator(token: TokenLike | undefined): Evaluate | null {
       return scope;
     };
   }
+  const props = token.props.map(tokenEvaluator);
+  if (props.some((p) => p === null)) return null;
+  const keys = props as Evaluate[];
   return (ctx) => {
     // evalPropertyAccessToken: each property's value (`evalTokenValue`), then `_get`: the scope of the first, and
     // `readProperty` along every key from there.
+    const scoped = ctx as unknown as Scoped;
     const path = keys.map((k) => settle(toValue(k(ctx))));
-    let scope: unknown = (ctx as unknown as { findScope(k: unknown): unknown }).findScope(path[0]);
-    for (const key of path) scope = settle((ctx as unknown as { readProperty(o: unknown, k: unknown): unknown }).readProperty(scope, key));
+    let scope: unknown = scoped.findScope(path[0]);
+    for (const key of path) scope = settle(scoped.readProperty(scope, key));
     return scope;
   };
 }
