@@ -46,11 +46,11 @@ beforeAll(async () => {
 }, 120_000);
 
 /**
- * The runs the tests started, and their results still awaited. A scenario that hangs leaves both, and the awaited
- * result keeps the server's time skipping unlocked (which the next tests then met: they hung too). So a scenario past
- * its deadline, and the file's end, end every open run and wait for the result calls before going on. A call still
- * open at teardown was retried on the closed connection, and that failure (thrown in a timer) failed whichever test
- * file ran next.
+ * The runs the tests started, and their results still awaited. A scenario that hangs leaves both: a scenario past its
+ * deadline, and the file's end, end every open run and wait for the result calls before going on. A call still open
+ * at teardown was retried on the closed connection, and that failure (thrown in a timer) failed whichever test file
+ * ran next. (This does not save the file's later scenarios: after a hang the server's time skipping stayed stuck and
+ * they hung too, ended runs or not.)
  */
 const runs: WorkflowHandle<typeof campaignSend>[] = [];
 const awaited = new Set<Promise<unknown>>();
