@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { resolveTemporalBinary } from '../../scripts/services/temporal-server';
@@ -18,4 +19,15 @@ export async function workflowTestEnv(opts: { withSearchAttributes?: boolean } =
     bundleWorkflowCode({ workflowsPath: path.join(__dirname, '..', '..', 'temporal', 'workflows'), logger: quiet }),
   ]);
   return { env, bundle };
+}
+
+/**
+ * Whether a run's latest command was a timer: no activity was scheduled after the last timer started. A test that acts
+ * on a waiting run (a signal, a cancel) waits for this, not just for some timer: acting while an activity the wait
+ * scheduled was in flight, or as a timer fell due, made the time-skipping test server refuse the run's next workflow
+ * task, after which the run stood still (campaign-ab.workflow.test.ts says how).
+ */
+export async function latestCommandIsTimer(handle: WorkflowHandle): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.findLastIndex((e) => e.timerStartedEventAttributes) > events.findLastIndex((e) => e.activityTaskScheduledEventAttributes);
 }

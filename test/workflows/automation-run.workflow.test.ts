@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ApplicationFailure, CancelledFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { workflowTestEnv } from '../helpers/workflow-env';
+import { latestCommandIsTimer, workflowTestEnv } from '../helpers/workflow-env';
 import { TEMPORAL_TEST_SERVER_HELP } from '../../scripts/services/temporal-test-server';
 import { automationEventSignal, workflowIds, type AutomationSignalEvent } from '../../temporal/definitions';
 import type { automationRun, AutomationRunResult } from '../../temporal/workflows/automation-run.workflow';
@@ -187,7 +187,7 @@ async function runUntilWaiting(g: AutomationGraph, stepId: string, act: (handle:
   return withWorker(doubles, async (taskQueue, calls) => {
     const handle = await start(taskQueue, g);
     await until(() => calls.progress.some((p) => p.next?.stepId === stepId && p.next.status === 'WAITING'), `the run to record WAITING in ${stepId}`);
-    await until(async () => ((await handle.fetchHistory()).events ?? []).some((e) => e.timerStartedEventAttributes), `the timer of ${stepId}`);
+    await until(() => latestCommandIsTimer(handle), `the timer of ${stepId}`);
     await act(handle);
     return handle.result();
   });

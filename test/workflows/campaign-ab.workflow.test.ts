@@ -7,6 +7,7 @@ import { bundleWorkflowCode, Worker, type WorkflowBundle } from '@temporalio/wor
 import { TEMPORAL_TEST_SERVER_HELP } from '../../scripts/services/temporal-test-server';
 import { HISTORIES_DIR } from '../helpers/histories';
 import { within } from '../helpers/wait';
+import { latestCommandIsTimer } from '../helpers/workflow-env';
 import type { CampaignActivities } from '../../temporal/activities/campaign.activities';
 import type { campaignSend } from '../../temporal/workflows/campaign-send.workflow';
 import { campaignAbQuery, campaignShareQueue, campaignWakeSignal } from '../../temporal/definitions';
@@ -155,16 +156,10 @@ async function untilWaiting(handle: WorkflowHandle<typeof campaignSend>): Promis
   const deadline = Date.now() + 20_000;
   for (;;) {
     const progress = await handle.query(campaignAbQuery).catch(() => null);
-    if (progress?.phase === 'waiting' && (await inTimer(handle))) return;
+    if (progress?.phase === 'waiting' && (await latestCommandIsTimer(handle))) return;
     if (Date.now() > deadline) throw new Error(`the run is not waiting: ${JSON.stringify(progress)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Whether the run's latest command was a timer: no activity was scheduled after it. */
-async function inTimer(handle: WorkflowHandle<typeof campaignSend>): Promise<boolean> {
-  const events = (await handle.fetchHistory()).events ?? [];
-  return events.findLastIndex((e) => e.timerStartedEventAttributes) > events.findLastIndex((e) => e.activityTaskScheduledEventAttributes);
 }
 
 function outcomeOf(handle: WorkflowHandle<typeof campaignSend>) {
