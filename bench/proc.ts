@@ -9,12 +9,13 @@ const statFields = (stat: string) => stat.slice(stat.lastIndexOf(')') + 2).split
 const cpuSeconds = (fields: string[]) => (Number(fields[11]) + Number(fields[12])) / TICK;
 
 /**
- * CPU seconds of a process and of its children that ended and were waited for (fields 14-17): what a process tree has
- * spent, including processes gone from /proc. Without the children's part, a Postgres backend that closed during a
- * run took all its CPU out of the sum (a campaign run once reported -2.4 s for Postgres: a backend that had written the
- * audience closed during the send); with it, that CPU moves into the postmaster's figure and the difference holds.
+ * CPU seconds of a process and of its children that ended and were waited for (cutime and cstime, fields 16 and 17):
+ * what a process tree has spent, including processes gone from /proc. Without the children's part, a Postgres backend
+ * that closed during a run took all its CPU out of the sum (a campaign run once reported -2.4 s for Postgres, with
+ * backends of idle pooled connections closing during the send); with it, that CPU moves into the postmaster's figure
+ * and the difference holds.
  */
-const treeCpuSeconds = (fields: string[]) => (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / TICK;
+const treeCpuSeconds = (fields: string[]) => cpuSeconds(fields) + (Number(fields[13]) + Number(fields[14])) / TICK;
 
 /**
  * CPU seconds (user + system, with the children each has waited for) of this benchmark's processes: itself (with the

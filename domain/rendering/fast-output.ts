@@ -525,8 +525,9 @@ function checkRenderLimit(limit: { check(now: number): void }): void {
  * every `for` loop) with a plain function for synchronous renders, the only kind these engines run. It takes liquidjs'
  * steps in its order: the render-time limit checked on entry and before each tag (the clock read at one check in
  * CLOCK_EVERY), every node rendered into the same emitter (a returned generator run to its value, a returned string
- * written), a `break` or `continue` ending the list, an error wrapped as a RenderError naming its node. What it saves is driving a generator per list and a yield
- * per node. Asynchronous renders, `catchAllErrors` and `keepOutputType` keep liquidjs' own.
+ * written), a `break` or `continue` ending the list, an error wrapped as a RenderError naming its node. What it saves
+ * is driving a generator per list and a yield per node. Asynchronous renders, `catchAllErrors` and `keepOutputType`
+ * keep liquidjs' own.
  */
 export function renderTemplatesSynchronously(engine: Liquid): void {
   const renderer = engine.renderer as unknown as { renderTemplates: RenderTemplates };
