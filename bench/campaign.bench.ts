@@ -83,6 +83,7 @@ async function main() {
     const sendingRss = workerPids.map(() => 0);
     const sampler = setInterval(() => workerPids.forEach((pid, i) => (sendingRss[i] = Math.max(sendingRss[i]!, rssMb(pid, 'VmRSS')))), 250);
     const threadsBefore = workerPids.map((pid) => cpuByThread(pid));
+    const updatesBefore = await emailUpdates(stack.db);
     const started = Date.now();
     await call('POST', `/campaigns/${id}/send`, {});
     let status = '';
@@ -100,6 +101,7 @@ async function main() {
     const counts = [...sink.arrivals.values()].map((a) => a.length);
     const workerNames = Object.fromEntries(Object.entries(pids).filter(([k]) => k.startsWith('worker')).map(([k, pid]) => [pid, k]));
     const shares = await sharesByWorker(stack.temporalAddress, id, workerNames).catch((err: unknown) => ({ error: String(err) }));
+    const updates = await emailUpdatesSince(stack.db, updatesBefore, sink.messages());
     const report = {
       date: new Date().toISOString().slice(0, 10),
       recipients: RECIPIENTS,
@@ -126,6 +128,9 @@ async function main() {
       // Per worker: the share calls (rounds) it completed, which shares, and the messages they sent (from the histories).
       sharesByWorker: shares,
       workerRssMb: { beforeSend: idleRss, maxWhileSending: sendingRss, peakSinceStart: workerPids.map((pid) => rssMb(pid, 'VmHWM')) },
+      // Updates of `emails` rows during the send, and how many were HOT (the new version on the row's own page, no
+      // index entries), from pg_stat_user_tables.
+      emailsUpdates: updates,
       sinkMessages: sink.messages(),
       distinctRecipients: sink.arrivals.size,
       duplicates: counts.reduce((n, c) => n + c - 1, 0),
@@ -136,6 +141,23 @@ async function main() {
   } finally {
     await stack.stop();
     await sink.stop();
+  }
+}
+
+type Queryable = { query: (text: string) => Promise<{ rows: { upd: string; hot: string }[] }> };
+async function emailUpdates(db: Queryable): Promise<{ total: number; hot: number }> {
+  const { rows } = await db.query(`select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_user_tables where relname = 'emails'`);
+  return { total: Number(rows[0]!.upd), hot: Number(rows[0]!.hot) };
+}
+
+/** A backend reports its counts when it goes idle, up to 10 s late: waits until the send's updates are all counted. */
+async function emailUpdatesSince(db: Queryable, before: { total: number; hot: number }, atLeast: number): Promise<{ total: number; hot: number }> {
+  const waitUntil = Date.now() + 15_000;
+  for (;;) {
+    const now = await emailUpdates(db);
+    const since = { total: now.total - before.total, hot: now.hot - before.hot };
+    if (since.total >= atLeast || Date.now() > waitUntil) return since;
+    await new Promise((r) => setTimeout(r, 500));
   }
 }
 

@@ -109,7 +109,7 @@ export const relayMessageIdSql = (reply: string): string => `left(substring(${re
 const DELIVERY_CLAIM = statement(
   'delivery_claim',
   `with claimed as (
-    update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
+    update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), queued_at = null, updated_at = now()
     where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
     returning ${selectList<ClaimedEmail>(CLAIMED_COLUMNS)}
   )
@@ -306,7 +306,7 @@ async function recordOutcomes(em: EntityManager, outcomes: DeliveryOutcome[], at
 /** Marks emails FAILED once delivery has given up on them (retries exhausted). */
 export async function markEmailsFailed(em: EntityManager, emailIds: string[], reason: string, source: EmailSource = 'transactional'): Promise<void> {
   const rows = await sql(em).query<{ id: string; projectId: string; contactId: string | null }>(
-    `update emails set status = 'FAILED', error = $1, updated_at = now()
+    `update emails set status = 'FAILED', error = $1, queued_at = null, updated_at = now()
      where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING')
      returning id, project_id as "projectId", contact_id as "contactId"`,
     [reason, emailIds],
@@ -323,6 +323,8 @@ export async function markEmailsFailed(em: EntityManager, emailIds: string[], re
  * its own send's to walk, however long it is paused, and have no body to deliver: never these; an automation step's email
  * is its run's to send, under the run's workflow id: never these either) (the API process died between
  * storing them and starting it, or an operator terminated it). Grouped by the delivery workflow id stored with them.
+ * Found by `queued_at`, which only these rows carry until an attempt claims them (its partial index holds only them):
+ * `status` is indexed nowhere, so that recording an outcome stays a HOT update.
  */
 export async function findStrandedEmails(
   em: EntityManager,
@@ -330,9 +332,9 @@ export async function findStrandedEmails(
 ): Promise<{ projectId: string; workflowId: string | null; emailIds: string[] }[]> {
   const rows = await sql(em).query<{ projectId: string; workflowId: string | null; id: string }>(
     `select project_id as "projectId", workflow_id as "workflowId", id from emails
-     where status = 'QUEUED' and created_at < now() - make_interval(secs => $1) and campaign_id is null
+     where queued_at < now() - make_interval(secs => $1) and status = 'QUEUED' and campaign_id is null
        and (workflow_id is null or workflow_id not like '${AUTOMATION_RUN_ID_PREFIX}%')
-     order by id limit $2`,
+     order by queued_at, id limit $2`,
     [opts.olderThanMs / 1000, opts.limit],
   );
   const groups = new Map<string, { projectId: string; workflowId: string | null; emailIds: string[] }>();

@@ -6,6 +6,7 @@ import { ProjectBatcher } from '../project-batcher';
 import { suppressedReasonSql } from '../suppressions/suppression.repository';
 import { suppressedErrorSql } from '../suppressions/suppression.service';
 import type { SuppressionReason } from '../suppressions/suppression.entity';
+import { AUTOMATION_RUN_ID_PREFIX } from '../../temporal/workflow-ids';
 
 // The batch's suppressed addresses are found by the insert itself (one probe of the suppressions index per email, no
 // round trip of its own): their emails are stored SUPPRESSED, with no delivery workflow, and returned. `sup` holds only
@@ -17,10 +18,10 @@ const EMAIL_INTAKE_INSERT = statement(
   ),
   ins as (
     insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids,
-      workflow_id, status, error)
+      workflow_id, status, error, queued_at)
     select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
       t.attachment_ids::uuid[], case when sup.reason is null then $2 end, case when sup.reason is null then 'QUEUED' else 'SUPPRESSED' end,
-      ${suppressedErrorSql('sup.reason')}
+      ${suppressedErrorSql('sup.reason')}, case when sup.reason is null and not starts_with($2::text, '${AUTOMATION_RUN_ID_PREFIX}') then now() end
     from unnest($3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
       $14::text[], $15::jsonb[], $16::text[])
       as t(id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids)
@@ -114,7 +115,7 @@ export class EmailIntake {
         if (queued.length) await this.delivery.start({ projectId, emailIds: queued });
       },
       compensate: ({ queued }, err) =>
-        sql(em).run(`update emails set status = 'FAILED', error = $1, updated_at = now() where id = any($2::uuid[])`, [
+        sql(em).run(`update emails set status = 'FAILED', error = $1, queued_at = null, updated_at = now() where id = any($2::uuid[])`, [
           `Could not be queued for delivery: ${(err as Error).message}`,
           queued,
         ]),

@@ -21,7 +21,14 @@ export const Email = defineEntity({
   indexes: [
     { properties: ['project', 'createdAt'] },
     { properties: ['contact', 'createdAt'] },
-    { properties: ['status'] },
+    // The stranded-mail sweeper's (domain/emails/delivery.ts `findStrandedEmails`): only the non-campaign emails no
+    // delivery attempt has claimed yet. `status` itself is indexed nowhere, so a status change alone (every campaign
+    // send's outcome, a transactional email's SENT) is a HOT update: no new entry in any index (BENCHMARKS.md ›
+    // Issue 28, twelfth stop).
+    {
+      name: 'emails_queued_at_index',
+      expression: 'create index "emails_queued_at_index" on "emails" ("queued_at") where "queued_at" is not null',
+    },
     // A campaign's recipients: one row per (campaign, contact) (the snapshot's dedupe), scanned in contact order by
     // the send activity. Partial, so transactional mail pays nothing for it.
     {
@@ -50,6 +57,11 @@ export const Email = defineEntity({
     text: p.text().nullable(),
     headers: p.json<Record<string, string>>().default('{}'),
     status: p.enum([...EMAIL_STATUSES]).default('QUEUED'),
+    /**
+     * When a transactional email was accepted, while no delivery attempt has claimed it yet; null once one has, and
+     * always for campaign and automation emails (their sends walk their own rows). The sweeper finds stranded mail by it.
+     */
+    queuedAt: p.datetime().nullable(),
     /** Temporal workflow that delivers this message. */
     workflowId: p.string().nullable(),
     messageId: p.string().nullable(),

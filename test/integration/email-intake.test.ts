@@ -30,7 +30,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   // Nothing here was handed to a real delivery: keep the sweeper from restarting these rows in a long run.
-  await db().query(`update emails set status = 'CANCELLED' where project_id = $1 and status = 'QUEUED'`, [project.projectId]);
+  await db().query(`update emails set status = 'CANCELLED', queued_at = null where project_id = $1 and status = 'QUEUED'`, [project.projectId]);
   await orm.close();
   await closeDb();
 });
@@ -56,9 +56,14 @@ test('sends that arrive together are stored by one statement and handed to one d
   expect(starts).toHaveLength(1);
   expect(starts[0]!.projectId).toBe(project.projectId);
   expect(new Set(starts[0]!.emailIds)).toEqual(new Set(accepted.map((a) => a.emailId)));
-  const { rows } = await db().query('select id, status, workflow_id, to_email, html from emails where id = any($1::uuid[]) order by to_email', [accepted.map((a) => a.emailId)]);
+  const { rows } = await db().query(
+    'select id, status, workflow_id, to_email, html, queued_at = created_at as "queuedAtAcceptance" from emails where id = any($1::uuid[]) order by to_email',
+    [accepted.map((a) => a.emailId)],
+  );
   expect(rows.map((r) => [r.to_email, r.status, r.workflow_id])).toEqual(to.map((t) => [t, 'QUEUED', `email-delivery/${starts[0]!.emailIds[0]}`]));
   expect(rows[0].html).toContain(`<p>Hello ${to[0]}</p>`);
+  // What the stranded-mail sweeper watches: set at acceptance, until a delivery attempt claims the email.
+  expect(rows.map((r) => r.queuedAtAcceptance)).toEqual([true, true, true]);
 });
 
 test('when the delivery cannot be started the call is a 503, its emails are FAILED (never sent) and its attachments are removed', async () => {
@@ -71,9 +76,10 @@ test('when the delivery cannot be started the call is a 503, its emails are FAIL
     statusCode: 503,
     code: 'SERVICE_UNAVAILABLE',
   });
-  const { rows } = await db().query('select status, error, attachment_ids from emails where project_id = $1 and to_email = $2', [project.projectId, to]);
+  const { rows } = await db().query('select status, error, attachment_ids, queued_at from emails where project_id = $1 and to_email = $2', [project.projectId, to]);
   expect(rows).toHaveLength(1);
   expect(rows[0].status).toBe('FAILED');
+  expect(rows[0].queued_at).toBeNull(); // nothing for the sweeper to restart
   expect(rows[0].error).toBe('Could not be queued for delivery: connect ECONNREFUSED 127.0.0.1:7233');
   expect(rows[0].attachment_ids).toHaveLength(1);
   const files = await db().query('select 1 from email_attachments where id = any($1::uuid[])', [rows[0].attachment_ids]);

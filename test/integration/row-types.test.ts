@@ -24,7 +24,7 @@ test('the entities match the migrated database (no schema difference)', async ()
 });
 
 test("selectList names the entity's columns: a select of every email column runs", async () => {
-  const all = ['id', 'projectId', 'contactId', 'kind', 'status', 'toEmail', 'toName', 'fromEmail', 'fromName', 'replyTo', 'subject', 'html', 'text', 'headers', 'workflowId', 'messageId', 'smtpResponse', 'providerMessageId', 'error', 'attempts', 'sentAt', 'deliveredAt', 'templateId', 'campaignId', 'variant', 'firstOpenedAt', 'firstClickedAt', 'openCount', 'clickCount', 'attachmentIds', 'createdAt', 'updatedAt'] as const satisfies readonly (keyof EmailRow)[];
+  const all = ['id', 'projectId', 'contactId', 'kind', 'status', 'toEmail', 'toName', 'fromEmail', 'fromName', 'replyTo', 'subject', 'html', 'text', 'headers', 'queuedAt', 'workflowId', 'messageId', 'smtpResponse', 'providerMessageId', 'error', 'attempts', 'sentAt', 'deliveredAt', 'templateId', 'campaignId', 'variant', 'firstOpenedAt', 'firstClickedAt', 'openCount', 'clickCount', 'attachmentIds', 'createdAt', 'updatedAt'] as const satisfies readonly (keyof EmailRow)[];
   const { fields } = await db().query(`select ${selectList<EmailRow>(all)} from emails limit 0`);
   expect(fields.map((f) => f.name)).toEqual([...all]);
   const { rows } = await db().query<{ column_name: string }>(`select column_name from information_schema.columns where table_name = 'emails'`);

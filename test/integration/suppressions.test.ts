@@ -152,12 +152,12 @@ describe('every send path skips a suppressed address before SMTP and says so', (
       { contact: { id: expect.any(String), email: blocked }, email: expect.any(String), status: 'SUPPRESSED', suppression: { reason: 'manual' } },
     ]);
     await waitForMail(fine);
-    const row = (await db().query('select status, error, workflow_id, attempts from emails where id = $1', [emails[1].email])).rows[0];
-    expect(row).toEqual({ status: 'SUPPRESSED', error: "Not sent: the address is on the project's suppression list (manual)", workflow_id: null, attempts: 0 });
+    const row = (await db().query('select status, error, workflow_id, attempts, queued_at from emails where id = $1', [emails[1].email])).rows[0];
+    expect(row).toEqual({ status: 'SUPPRESSED', error: "Not sent: the address is on the project's suppression list (manual)", workflow_id: null, attempts: 0, queued_at: null });
     expect((await ok(await call('GET', `/emails/${emails[1].email}`), 200)).status).toBe('SUPPRESSED');
     // Only the deliverable email was handed to a delivery workflow.
-    const fineRow = (await db().query('select workflow_id from emails where id = $1', [emails[0].email])).rows[0];
-    expect(fineRow.workflow_id).toBe(`email-delivery/${emails[0].email}`);
+    const fineRow = (await db().query('select workflow_id, queued_at from emails where id = $1', [emails[0].email])).rows[0];
+    expect(fineRow).toEqual({ workflow_id: `email-delivery/${emails[0].email}`, queued_at: null }); // claimed by its delivery
     await fence();
     expect(await messagesTo(blocked)).toHaveLength(0);
   });

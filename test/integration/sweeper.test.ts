@@ -29,13 +29,13 @@ describe('email sweeper', () => {
     const emailId = uuidv7();
     // As the intake stores it (with its delivery workflow id), but 20 minutes ago and with that workflow never started.
     await db().query(
-      `insert into emails (id, project_id, contact_id, kind, to_email, from_email, subject, html, workflow_id, created_at)
-       values ($1, $2, $3, 'TRANSACTIONAL', $4, $5, 'Stranded', '<p>late but delivered</p>', $6, now() - interval '20 minutes')`,
+      `insert into emails (id, project_id, contact_id, kind, to_email, from_email, subject, html, workflow_id, created_at, queued_at)
+       values ($1, $2, $3, 'TRANSACTIONAL', $4, $5, 'Stranded', '<p>late but delivered</p>', $6, now() - interval '20 minutes', now() - interval '20 minutes')`,
       [emailId, p.projectId, rows[0].id, to, `hi@${domain}`, `email-delivery/${emailId}`],
     );
     const fresh = uuidv7(); // a recent QUEUED email is not the sweeper's business yet
     await db().query(
-      `insert into emails (id, project_id, contact_id, kind, to_email, from_email, subject, html) values ($1, $2, $3, 'TRANSACTIONAL', $4, $5, 'Fresh', '<p>x</p>')`,
+      `insert into emails (id, project_id, contact_id, kind, to_email, from_email, subject, html, queued_at) values ($1, $2, $3, 'TRANSACTIONAL', $4, $5, 'Fresh', '<p>x</p>', now())`,
       [fresh, p.projectId, rows[0].id, to, `hi@${domain}`],
     );
     const connection = await Connection.connect({ address: stackEnv().temporalAddress });
@@ -54,9 +54,11 @@ describe('email sweeper', () => {
     } finally {
       await connection.close();
     }
-    const { rows: states } = await db().query('select id, status, workflow_id from emails where id = any($1)', [[emailId, fresh]]);
+    const { rows: states } = await db().query('select id, status, workflow_id, queued_at from emails where id = any($1)', [[emailId, fresh]]);
     const byId = Object.fromEntries(states.map((r) => [r.id, r]));
-    expect(byId[emailId]).toMatchObject({ status: 'SENT', workflow_id: `email-delivery/${emailId}` });
+    // The delivery's claim cleared queued_at: the sweeper no longer sees it, whatever happens to it next.
+    expect(byId[emailId]).toMatchObject({ status: 'SENT', workflow_id: `email-delivery/${emailId}`, queued_at: null });
     expect(byId[fresh].status).toBe('QUEUED');
+    expect(byId[fresh].queued_at).not.toBeNull();
   });
 });
