@@ -30,8 +30,12 @@ export async function startSmtpSink(port: number) {
   return { state, url: `smtp://127.0.0.1:${port}`, stop: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-/** A sink that accepts every message and notes, per envelope recipient, each arrival time. */
-export async function startTimingSink(port: number) {
+/**
+ * A sink that accepts every message and notes, per envelope recipient, each arrival time. With `queueIds` it names
+ * each message it accepts as Postfix, SendGrid and most relays do (`250 OK: queued as <id>`), so the sender records a
+ * provider message id per message; without, it answers `250 OK: message queued` (no id) as `smtp-server` does.
+ */
+export async function startTimingSink(port: number, opts: { queueIds?: boolean } = {}) {
   const arrivals = new Map<string, number[]>();
   let messages = 0;
   const server = new SMTPServer({
@@ -45,7 +49,8 @@ export async function startTimingSink(port: number) {
         messages++;
         const at = Date.now();
         for (const r of session.envelope.rcptTo) arrivals.set(r.address, [...(arrivals.get(r.address) ?? []), at]);
-        callback();
+        if (opts.queueIds) callback(null, `OK: queued as 4B${messages.toString(16).toUpperCase().padStart(8, '0')}`);
+        else callback();
       });
     },
   });
