@@ -2,7 +2,7 @@
 
 -- delivery_claim
 with claimed as (
-  update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), updated_at = now()
+  update emails set status = 'SENDING', attempts = attempts + 1, workflow_id = coalesce($1, workflow_id), queued_at = null, updated_at = now()
   where id = any($2::uuid[]) and status in ('QUEUED', 'SENDING') and campaign_id is null
   returning id as "id", project_id as "projectId", contact_id as "contactId", kind as "kind", attachment_ids as "attachmentIds", to_email as "toEmail", to_name as "toName", from_email as "fromEmail", from_name as "fromName", reply_to as "replyTo", subject as "subject", html as "html", text as "text", headers as "headers"
 )

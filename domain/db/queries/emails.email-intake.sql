@@ -6,10 +6,10 @@ with sup as (
 ),
 ins as (
   insert into emails (id, project_id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids,
-    workflow_id, status, error)
+    workflow_id, status, error, queued_at)
   select t.id, $1, t.contact_id, t.kind, t.template_id, t.to_email, t.to_name, t.from_email, t.from_name, t.reply_to, t.subject, t.html, t.text, t.headers,
     t.attachment_ids::uuid[], case when sup.reason is null then $2 end, case when sup.reason is null then 'QUEUED' else 'SUPPRESSED' end,
-    'Not sent: the address is on the project''s suppression list (' || sup.reason || ')'
+    'Not sent: the address is on the project''s suppression list (' || sup.reason || ')', case when sup.reason is null and not starts_with($2::text, 'automation/') then now() end
   from unnest($3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
     $14::text[], $15::jsonb[], $16::text[])
     as t(id, contact_id, kind, template_id, to_email, to_name, from_email, from_name, reply_to, subject, html, text, headers, attachment_ids)
