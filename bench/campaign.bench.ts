@@ -13,6 +13,7 @@ import { startBenchStack, benchProject } from './stack';
 import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
 import { freePort } from '../scripts/services/process';
 import { cpuByProcess, cpuByThread, mainNodeProcess, rssMb, threadShares } from './proc';
+import type { Pool } from 'pg';
 import { startTimingSink } from './smtp-sink';
 import { sharesByWorker } from './shares';
 
@@ -147,14 +148,13 @@ async function main() {
   }
 }
 
-type Queryable = { query: (text: string) => Promise<{ rows: { upd: string; hot: string }[] }> };
-async function emailUpdates(db: Queryable): Promise<{ total: number; hot: number }> {
-  const { rows } = await db.query(`select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_user_tables where relname = 'emails'`);
+async function emailUpdates(db: Pool): Promise<{ total: number; hot: number }> {
+  const { rows } = await db.query<{ upd: string; hot: string }>(`select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_user_tables where relname = 'emails'`);
   return { total: Number(rows[0]!.upd), hot: Number(rows[0]!.hot) };
 }
 
 /** A backend reports its counts when it goes idle, up to 10 s late: waits until the send's updates are all counted. */
-async function emailUpdatesSince(db: Queryable, before: { total: number; hot: number }, atLeast: number): Promise<{ total: number; hot: number }> {
+async function emailUpdatesSince(db: Pool, before: { total: number; hot: number }, atLeast: number): Promise<{ total: number; hot: number }> {
   const waitUntil = Date.now() + 15_000;
   for (;;) {
     const now = await emailUpdates(db);
