@@ -37,21 +37,34 @@ const HALF_HOUR_MS = 1_800_000;
 let env: TestWorkflowEnvironment;
 let bundle: WorkflowBundle;
 
+const startServer = () => TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEST_SERVER! } } });
+
 beforeAll(async () => {
   if (!timeSkipping) return;
   const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
-  [env, bundle] = await Promise.all([
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEST_SERVER! } } }),
-    bundleWorkflowCode({ workflowsPath: path.join(__dirname, '..', '..', 'temporal', 'workflows'), logger: quiet }),
-  ]);
+  [env, bundle] = await Promise.all([startServer(), bundleWorkflowCode({ workflowsPath: path.join(__dirname, '..', '..', 'temporal', 'workflows'), logger: quiet })]);
+}, 120_000);
+
+/**
+ * Set when a scenario passed its deadline. After such a hang the test server's time skipping stood still, and every
+ * later scenario of the file hung too, so the next scenario gets a test server of its own: a hang fails its scenario
+ * alone.
+ */
+let serverStuck = false;
+
+beforeEach(async () => {
+  if (!timeSkipping || !serverStuck) return;
+  serverStuck = false;
+  await env.teardown().catch(() => undefined);
+  env = await startServer();
 }, 120_000);
 
 /**
  * The runs the tests started, and their results still awaited. A scenario that hangs leaves both: a scenario past its
  * deadline, and the file's end, end every open run and wait for the result calls before going on. A call still open
  * at teardown was retried on the closed connection, and that failure (thrown in a timer) failed whichever test file
- * ran next. (This does not save the file's later scenarios: after a hang the server's time skipping stayed stuck and
- * they hung too, ended runs or not.)
+ * ran next. (That alone did not save the file's later scenarios: after a hang the server's time skipping stayed stuck,
+ * ended runs or not; `serverStuck` gives them a fresh server.)
  */
 const runs: WorkflowHandle<typeof campaignSend>[] = [];
 const awaited = new Set<Promise<unknown>>();
@@ -128,6 +141,7 @@ async function withWorkers<T>(taskQueue: string, db: Db, calls: Calls, afterTest
   // A deadline: a run that hangs fails its test while runUntil shuts the workers down. Left to jest's timeout, the
   // workers kept polling after the test, held the connection past teardown and kept the test process from ending.
   const run = within(fn(), 40_000, 'the scenario had no result').catch(async (err: unknown) => {
+    serverStuck = true;
     await endOpenRuns();
     throw err;
   });
