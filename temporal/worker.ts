@@ -11,6 +11,8 @@ import { createSmtpTransport } from '../domain/mail/transport';
 import { createSmtpPipelinePool } from '../domain/mail/smtp-pipeline';
 import { createActivities } from './activities';
 import { createRenderPool } from '../domain/campaigns/render-pool';
+import { createMjmlThread } from '../domain/rendering/mjml-thread';
+import { compileMjmlWith } from '../domain/rendering/render';
 import { TemporalGateway } from './client';
 import { campaignShareQueue } from './definitions';
 import { buildRegistry } from '../domain/registry';
@@ -49,6 +51,9 @@ export async function createWorker() {
   const transport = createSmtpTransport(cfg.smtp.url, cfg.smtp.poolSize);
   const campaignSmtp = createSmtpPipelinePool(cfg.smtp.url, cfg.smtp.poolSize);
   const renderPool = createRenderPool(cfg.campaigns.renderThreads, cfg.database.url);
+  // MJML in a thread that ends when idle, so this process's main thread never holds MJML (mjml-thread.ts).
+  const mjmlThread = createMjmlThread();
+  compileMjmlWith(mjmlThread.compile);
   const connection = await NativeConnection.connect(temporalConnectionOptions(cfg.temporal));
   const gateway = await TemporalGateway.connect(cfg.temporal);
   const activities = createActivities({ orm, transport, campaignSmtp, config: cfg, renderPool, temporal: () => gateway });
@@ -74,6 +79,7 @@ export async function createWorker() {
     transport.close();
     campaignSmtp.close();
     await renderPool.close();
+    await mjmlThread.close();
     fs.rmSync(bundle, { force: true });
     await orm.close();
     await gateway.close();

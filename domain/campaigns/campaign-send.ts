@@ -354,8 +354,9 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const sender = await senderDomain(deps, head.projectId, content.fromEmail);
   const spec = { ...renderSpec(deps.config, head, content), returnPathHost: sender.returnPathHost };
   const { dkim } = sender;
-  // An MJML body is compiled here, once per worker (cached), and its HTML handed to the render threads with each batch:
-  // otherwise every thread loads MJML and compiles it cold (render.ts `compiledMjml`). A body that fails to compile is
+  // An MJML body is compiled here, once per worker (cached; in the worker's MJML thread), and its HTML handed to the
+  // render threads with each batch: otherwise every thread loads MJML and compiles it cold (render.ts `compiledMjml`,
+  // mjml-thread.ts). A body that fails to compile is
   // left to the threads, which report it as they always did.
   const mjmlHtml = isMjml(content.body) ? await compiledMjml(content.body).catch(() => undefined) : undefined;
   // Non-ASCII parts go as UTF-8 octets when the relay takes them (8BITMIME), not quoted-printable. A relay that cannot

@@ -6,6 +6,7 @@ import { Parser } from 'htmlparser2';
 import { AppError } from '../errors';
 import { expandDefaults } from './defaults-sugar';
 import { LruCache } from '../cache/lru';
+import { mjmlToHtml, type MjmlOutput } from './mjml-compile';
 
 /**
  * Template rendering shared by /v1/send, campaigns and workflows: Liquid over the contact's variables, MJML bodies
@@ -513,26 +514,21 @@ function compileMjml(source: string, field: string): Promise<string> {
   return pending;
 }
 
-interface MjmlIssue {
-  line?: number;
-  message: string;
-  tagName?: string;
+/**
+ * How MJML is compiled: in process unless the process chose otherwise (the worker compiles in a thread of its own,
+ * mjml-thread.ts).
+ */
+let mjmlCompiler: (source: string) => Promise<MjmlOutput> = mjmlToHtml;
+
+/** Compiles MJML with `compiler` from now on (temporal/worker.ts: createMjmlThread). */
+export function compileMjmlWith(compiler: (source: string) => Promise<MjmlOutput>): void {
+  mjmlCompiler = compiler;
 }
 
 async function runMjml(source: string, field: string): Promise<string> {
-  let result: { html: string; errors: MjmlIssue[] };
+  let result: MjmlOutput;
   try {
-    // Loaded on first use: MJML and what it brings (juice, cheerio, undici) are about half of what a campaign render
-    // thread loads when it starts, and an HTML campaign never needs them. mjml 5 answers a promise (older majors
-    // answered synchronously; `await` covers both).
-    const { default: mjml2html } = await import('mjml');
-    result = await mjml2html(source, {
-      validationLevel: 'soft',
-      ignoreIncludes: true, // mj-include would read files
-      keepComments: false,
-      minify: false,
-      beautify: false,
-    });
+    result = await mjmlCompiler(source);
   } catch (err) {
     throw new TemplateError(field, 'invalid_mjml', (err as Error).message);
   }

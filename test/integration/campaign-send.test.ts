@@ -129,7 +129,7 @@ describe('campaign send', () => {
     await maybeRecordHistory(workflowIds.campaignSend(id), 'campaign-send-completed');
   });
 
-  test('an MJML campaign (compiled once on the main thread, rendered in the threads) reaches each recipient as its own HTML and text', async () => {
+  test('an MJML campaign (compiled once in the MJML thread of the worker, rendered in the render threads) reaches each recipient as its own HTML and text', async () => {
     const tag = tagged();
     const { emails, filter } = await audience(tag, 6);
     const body = `<mjml><mj-body><mj-section><mj-column>

@@ -13,6 +13,9 @@ import {
 } from '../../domain/rendering/render';
 import { expandDefaults } from '../../domain/rendering/defaults-sugar';
 import { LruCache } from '../../domain/cache/lru';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 
 /** The TemplateError thrown by `fn` (fails the test when nothing, or something else, is thrown). */
 function templateError(fn: () => unknown): TemplateError {
@@ -249,6 +252,44 @@ describe('MJML', () => {
     const compiled = await compileBody(`<mjml><mj-body><mj-include path="${process.cwd()}/package.json" /><mj-section><mj-column><mj-text>x</mj-text></mj-column></mj-section></mj-body></mjml>`);
     expect(compiled.html).not.toContain('"dependencies"');
   });
+
+  test("the worker's MJML thread compiles what the process compiles, reports the same errors, ends when idle, and the process never loads MJML", async () => {
+    // Where the worker runs it: a Node process with tsx's loader, which the thread inherits (as the render threads do).
+    const script = `
+      const { createMjmlThread } = require('./domain/rendering/mjml-thread.ts');
+      const { mjmlToHtml } = require('./domain/rendering/mjml-compile.ts');
+      const { compileMjmlWith, compileBody, renderBody } = require('./domain/rendering/render.ts');
+      (async () => {
+        const thread = createMjmlThread();
+        const source = ${JSON.stringify(MJML('<mj-text>Hi {{ name }}</mj-text><mj-button href="https://ex.com/{{ id }}">Go</mj-button>'))};
+        const viaThread = await thread.compile(source);
+        const aliveAfterCompile = thread.threads();
+        const bogus = await thread.compile(${JSON.stringify(MJML('<mj-bogus>x</mj-bogus>'))});
+        compileMjmlWith(thread.compile);
+        const compiled = await compileBody(source.replace('Hi', 'Hello'));
+        const rendered = renderBody(compiled, { name: 'Ada', id: 'c-1' }).html;
+        let empty = null;
+        await compileBody('<mjml></mjml>').catch((err) => (empty = err.options.errors[0]));
+        const loadedHere = Object.keys(require.cache).some((f) => f.includes('/node_modules/mjml'));
+        await new Promise((r) => setTimeout(r, 3000));
+        const aliveAfterIdle = thread.threads();
+        await thread.close();
+        const inProcess = await mjmlToHtml(source);
+        console.log(JSON.stringify({ same: viaThread.html === inProcess.html, errors: viaThread.errors, bogus: bogus.errors, aliveAfterCompile, rendered, empty, loadedHere, aliveAfterIdle }));
+      })();`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '-e', script], { cwd: path.join(__dirname, '..', '..') });
+    const out = JSON.parse(stdout.trim().split('\n').pop()!);
+    expect(out.same).toBe(true);
+    expect(out.errors).toEqual([]);
+    expect(out.bogus).toEqual([{ line: 1, message: expect.stringContaining('mj-bogus'), tagName: 'mj-bogus' }]);
+    expect(out.aliveAfterCompile).toBe(1);
+    expect(out.rendered).toContain('Hello Ada');
+    expect(out.rendered).toContain('href="https://ex.com/c-1"');
+    expect(out.empty).toMatchObject({ field: 'body', code: 'invalid_mjml' });
+    // Until the in-process compile at the end, MJML was loaded by the thread alone.
+    expect(out.loadedHere).toBe(false);
+    expect(out.aliveAfterIdle).toBe(0);
+  }, 30_000);
 
   test('Liquid errors in MJML are reported on the body', async () => {
     const err = await templateErrorAsync(() => compileBody(MJML('<mj-text>{{ x | nosuch }}</mj-text>')));
