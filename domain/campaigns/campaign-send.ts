@@ -356,8 +356,7 @@ export async function sendCampaignPartition(deps: SendEngineDeps, input: Partiti
   const { dkim } = sender;
   // An MJML body is compiled here, once per worker (cached; in the worker's MJML thread), and its HTML handed to the
   // render threads with each batch: otherwise every thread loads MJML and compiles it cold (render.ts `compiledMjml`,
-  // mjml-thread.ts). A body that fails to compile is
-  // left to the threads, which report it as they always did.
+  // mjml-thread.ts). A body that fails to compile is left to the threads, which report it as they always did.
   const mjmlHtml = isMjml(content.body) ? await compiledMjml(content.body).catch(() => undefined) : undefined;
   // Non-ASCII parts go as UTF-8 octets when the relay takes them (8BITMIME), not quoted-printable. A relay that cannot
   // be reached now fails this round's sends as transient, as before.

@@ -7,7 +7,7 @@ import type { MjmlOutput } from './mjml-compile';
  * uses it (render.ts `compileMjmlWith`) so its main thread never loads MJML: MJML and what it loads added about
  * 43 MB to a process, which a sending worker otherwise kept for its life after a campaign's first MJML compile
  * (BENCHMARKS.md › Issue 28, thirteenth stop). A compile is once per template (render.ts caches the HTML), so the
- * thread's start (about half a second of CPU, loading MJML as the main thread did) is paid per burst of new templates.
+ * thread's start (about 0.8 s of CPU, loading MJML as the main thread did) is paid per burst of new templates.
  */
 export interface MjmlThread {
   compile(source: string): Promise<MjmlOutput>;

@@ -46,9 +46,9 @@ beforeAll(async () => {
 }, 120_000);
 
 /**
- * Set when a scenario passed its deadline. After such a hang the test server's time skipping stood still, and every
- * later scenario of the file hung too, so the next scenario gets a test server of its own: a hang fails its scenario
- * alone.
+ * Set when a scenario ended without its result: past its deadline, or failed on the way. After a hang the test
+ * server's time skipping stood still, and every later scenario of the file hung too, so the next scenario gets a test
+ * server of its own: a hang fails its scenario alone (a fresh server after a plain failure costs a few seconds).
  */
 let serverStuck = false;
 
