@@ -7,7 +7,8 @@
 // Options (env): RECIPIENTS (100000), WORKERS (worker processes, 1), BODY (campaign | html: the MJML newsletter of
 // bench:render, or its 3.5 KB HTML digest), PARTITIONS (CAMPAIGN_PARTITIONS), any CAMPAIGN_* setting, SMTP_POOL_SIZE,
 // WORKER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'), DKIM=1 (send from a domain created through the API,
-// with the DKIM key it generates, so every message is signed as production mail is).
+// with the DKIM key it generates, so every message is signed as production mail is), MAILWRIGHT_RUN_FROM=typescript
+// (the API and the workers through tsx instead of compiled, scripts/services/stack.ts).
 import os from 'node:os';
 import { startBenchStack, benchProject } from './stack';
 import { CAMPAIGN_BODY, HTML_BODY } from './bodies';
@@ -110,6 +111,9 @@ async function main() {
       recipients: RECIPIENTS,
       body: process.env.BODY === 'html' ? 'html digest (3.5 KB)' : 'MJML newsletter (25 KB rendered)',
       workers: WORKERS,
+      // How the API and the workers ran: compiled JavaScript (scripts/build.ts, as the image runs them), or TypeScript
+      // through tsx with MAILWRIGHT_RUN_FROM=typescript.
+      runtime: process.env.MAILWRIGHT_RUN_FROM === 'typescript' ? 'typescript (tsx)' : 'compiled',
       receiverQueueIds: QUEUE_IDS,
       status,
       secondsSendToSent: Math.round(seconds * 10) / 10,

@@ -1,5 +1,5 @@
 // Preloaded through NODE_OPTIONS (`--require`) where `--cpu-prof` is not allowed (the rehearsal's workers run as
-// `npm run worker`): profiles the process whose arguments name PROFILE_MATCH (not npm or its shell) and writes a
+// `npm run serve:worker`): profiles the process whose arguments name PROFILE_MATCH (not npm or its shell) and writes a
 // .cpuprofile into PROFILE_DIR when it exits, as `--cpu-prof` would.
 const match = process.env.PROFILE_MATCH;
 if (match && process.argv.some((a) => a.includes(match))) {

@@ -14,7 +14,7 @@ import type { BenchStackOptions } from './stack';
  * two by default), the inbound server, each process with NODE_ENV=production and compose's environment. What the dev
  * stack sets for benchmarks goes the ways compose allows: a variable compose reads (CAMPAIGN_PARTITIONS, LOG_LEVEL)
  * as one, the rest as the rehearsal's extra settings. Node flags for the workers (WORKER_NODE_ARGS) go in their
- * NODE_OPTIONS, since compose's command is `npm run worker`. REHEARSAL_SHARDS and REHEARSAL_DYNAMIC_CONFIG (JSON of
+ * NODE_OPTIONS, since compose's command is `npm run serve:worker`. REHEARSAL_SHARDS and REHEARSAL_DYNAMIC_CONFIG (JSON of
  * key: value) tune the Temporal server for a run.
  */
 export async function startRehearsalBenchStack(opts: BenchStackOptions) {

@@ -49,12 +49,13 @@ async function startDevBenchStack(opts: BenchStackOptions) {
     INBOUND_RATE_PER_MINUTE: '1000000',
     INBOUND_METRICS_PORT: '0',
   };
-  const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs });
+  // Compiled, without source maps: as the image's `npm run serve:*` scripts run them (scripts/services/stack.ts).
+  const api = startTsProcess('api', 'api/server.ts', env, { logFile: path.join(dataDir, 'api.log'), nodeArgs: opts.apiNodeArgs, sourceMaps: false });
   const workers = Array.from({ length: opts.workers ?? 1 }, (_, i) =>
-    startTsProcess(`worker${i ? `-${i + 1}` : ''}`, 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, `worker${i ? `-${i + 1}` : ''}.log`), nodeArgs: opts.workerNodeArgs }),
+    startTsProcess(`worker${i ? `-${i + 1}` : ''}`, 'temporal/worker.ts', { ...env, ...opts.workerEnv }, { logFile: path.join(dataDir, `worker${i ? `-${i + 1}` : ''}.log`), nodeArgs: opts.workerNodeArgs, sourceMaps: false }),
   );
   // The inbound SMTP server, when the benchmark delivers mail to it (bench:inbound).
-  const inbound = opts.inbound ? startTsProcess('inbound', 'api/inbound.ts', env, { logFile: path.join(dataDir, 'inbound.log') }) : undefined;
+  const inbound = opts.inbound ? startTsProcess('inbound', 'api/inbound.ts', env, { logFile: path.join(dataDir, 'inbound.log'), sourceMaps: false }) : undefined;
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const db = new Pool({ connectionString: infra.env.DATABASE_URL, max: 2 });
   const stop = async () => {

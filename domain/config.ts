@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isIP } from 'node:net';
@@ -5,6 +6,17 @@ import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import type { DkimKeyBits } from './domains/dkim';
+
+/**
+ * The folder of package.json above this file: the repository, or the image's /app. This file is domain/config.ts under
+ * tsx and e.g. dist/domain/config.js compiled (scripts/build.ts), so a fixed number of `..` would not do.
+ */
+function projectRoot(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.join(__dirname, '..');
+  }
+}
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -533,7 +545,7 @@ function buildConfig(env: z.infer<typeof schema>) {
     uploads: {
       maxBytes: env.UPLOADS_MAX_SIZE,
       /** The local folder (unless S3 is configured); by default in the data folder of `npm start`. */
-      dir: path.resolve(env.UPLOADS_DIR ?? path.join(__dirname, '..', '.data', 'uploads')),
+      dir: path.resolve(env.UPLOADS_DIR ?? path.join(projectRoot(), '.data', 'uploads')),
       /** Set when S3_BUCKET is: S3 or an S3-compatible store instead of the local folder. */
       s3: env.S3_BUCKET
         ? {

@@ -1,5 +1,5 @@
-// `npm start`: the whole service on embedded defaults, for a laptop. Production runs `npm run api` and
-// `npm run worker` against external Postgres, Temporal and SMTP instead (see README and docker-compose.yml).
+// `npm start`: the whole service on embedded defaults, for a laptop. Production runs `npm run serve:api` and
+// `npm run serve:worker` against external Postgres, Temporal and SMTP instead (see README and docker-compose.yml).
 import path from 'node:path';
 import { startInfrastructure, startTsProcess, waitForHttp, ROOT } from './services/stack';
 import { initOrm } from '../domain/orm';

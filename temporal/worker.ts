@@ -23,12 +23,13 @@ import { startMetricsServer } from '../api/metrics-server';
 import { temporalConnectionOptions } from './connection';
 
 /**
- * Bundles the workflow code in a short-lived child process (same Node flags, so the TypeScript loader too) and
- * returns the file: webpack's memory is the child's and goes with it, instead of staying in the worker's heap.
+ * Bundles the workflow code in a short-lived child process and returns the file: webpack's memory is the child's and
+ * goes with it, instead of staying in the worker's heap. The child runs the same kind of file with the same Node flags:
+ * bundle-workflows.ts through tsx, or bundle-workflows.js beside a compiled worker (scripts/build.ts).
  */
 async function bundleWorkflowsInChild(): Promise<string> {
   const out = path.join(os.tmpdir(), `mailwright-workflows-${process.pid}-${Date.now()}.js`);
-  await promisify(execFile)(process.execPath, [...process.execArgv, path.join(__dirname, 'bundle-workflows.ts'), out]);
+  await promisify(execFile)(process.execPath, [...process.execArgv, path.join(__dirname, `bundle-workflows${path.extname(__filename)}`), out]);
   return out;
 }
 

@@ -16,7 +16,7 @@ declare global {
 
 /**
  * Starts the real stack once for the whole run: Postgres, the Temporal dev server, an SMTP capture server, then the
- * API and the worker as separate processes, exactly as `npm run api` and `npm run worker` run in production.
+ * API and the worker as separate processes, compiled, as `npm run serve:api` and `npm run serve:worker` run in production.
  */
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();

@@ -40,7 +40,8 @@ export function createRenderPool(threads: number, databaseUrl: string): RenderPo
     return { render: async (task) => unpack(await renderPacked(task, reader)), close: () => reader.close() };
   }
   const pool = new Piscina<RenderTask, PackedBatch>({
-    filename: path.join(__dirname, 'render-task.ts'),
+    // `.ts` under tsx, `.js` compiled (scripts/build.ts): the threads run the same kind of file as this one.
+    filename: path.join(__dirname, `render-task${path.extname(__filename)}`),
     workerData: { databaseUrl },
     minThreads: 0,
     maxThreads: threads,

@@ -21,7 +21,8 @@ const IDLE_MS = 2_000;
 
 export function createMjmlThread(): MjmlThread {
   const pool = new Piscina<string, MjmlOutput>({
-    filename: path.join(__dirname, 'mjml-compile.ts'),
+    // `.ts` under tsx, `.js` compiled (scripts/build.ts): the thread runs the same kind of file as this one.
+    filename: path.join(__dirname, `mjml-compile${path.extname(__filename)}`),
     minThreads: 0,
     maxThreads: 1,
     idleTimeout: IDLE_MS,

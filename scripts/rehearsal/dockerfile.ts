@@ -1,5 +1,6 @@
-// The Dockerfile as the rehearsal reads it: the image's environment, the files it copies and its install command,
-// so the rehearsal's app folder is built the way the image is (production dependencies only).
+// The Dockerfile as the rehearsal reads it: the image's environment, the files it copies, its install command and the
+// npm scripts it runs after it (the build), so the rehearsal's app folder is built the way the image is (production
+// dependencies only, then compiled).
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -14,6 +15,8 @@ export interface ImageRecipe {
   copiesBeforeInstall: number;
   /** The `npm install ...` / `npm ci ...` command of a `RUN` line, as argv. */
   install: string[];
+  /** `npm run <script>` commands of `RUN` lines after the install, as argv, in order (e.g. `npm run build`). */
+  scripts: string[][];
   /** `CMD`, the image's default command. */
   cmd: string[];
 }
@@ -26,7 +29,7 @@ export function readImageRecipe(file = path.join(ROOT, 'Dockerfile')): ImageReci
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('#'));
-  const recipe: ImageRecipe = { env: {}, copies: [], copiesBeforeInstall: 0, install: [], cmd: [] };
+  const recipe: ImageRecipe = { env: {}, copies: [], copiesBeforeInstall: 0, install: [], scripts: [], cmd: [] };
   for (const line of lines) {
     const [op, ...rest] = line.split(/\s+/);
     const args = line.slice(op!.length).trim();
@@ -44,6 +47,9 @@ export function readImageRecipe(file = path.join(ROOT, 'Dockerfile')): ImageReci
           if (/^npm (install|ci)\b/.test(part)) {
             recipe.install = part.split(/\s+/);
             recipe.copiesBeforeInstall = recipe.copies.length;
+          } else if (/^npm run \S+$/.test(part)) {
+            if (!recipe.install.length) throw new Error(`Dockerfile: \`${part}\` before the install is not supported by the rehearsal`);
+            recipe.scripts.push(part.split(/\s+/));
           }
         }
         break;

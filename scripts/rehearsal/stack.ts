@@ -343,7 +343,10 @@ function installProductionDependencies(recipe: ImageRecipe, log: (msg: string) =
   return depsDir;
 }
 
-/** The app folder as the Dockerfile builds the image: its COPY sources from the repository, node_modules linked. */
+/**
+ * The app folder as the Dockerfile builds the image: its COPY sources from the repository, node_modules linked, then
+ * the npm scripts it runs (`npm run build`: the compiled dist/ the services run).
+ */
 function buildAppDir(appDir: string, recipe: ImageRecipe, depsDir: string): string {
   fs.rmSync(appDir, { recursive: true, force: true });
   fs.mkdirSync(appDir, { recursive: true });
@@ -355,6 +358,7 @@ function buildAppDir(appDir: string, recipe: ImageRecipe, depsDir: string): stri
     }
   }
   fs.symlinkSync(path.join(depsDir, 'node_modules'), path.join(appDir, 'node_modules'));
+  for (const argv of recipe.scripts) execFileSync(argv[0]!, argv.slice(1), { cwd: appDir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...recipe.env } });
   return appDir;
 }
 

@@ -6,6 +6,7 @@ import { startMailbox } from './mailbox';
 import { startProcess, waitForPort, type ManagedProcess } from './process';
 import { initOrm, migrate } from '../../domain/orm';
 import { Connection, Client } from '@temporalio/client';
+import { buildRuntime, isCompiled } from '../build';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -115,15 +116,54 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
  */
 const WORKER_V8_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=100'];
 
-/** Runs a TypeScript entry point (api/server.ts, temporal/worker.ts) in its own Node process through tsx. */
+/** `MAILWRIGHT_RUN_FROM=typescript` starts the API, the worker and the inbound server through tsx instead of compiled. */
+const fromTypescript = () => process.env.MAILWRIGHT_RUN_FROM === 'typescript';
+
+/**
+ * The compiled runtime (scripts/build.ts) this process starts its children from, in .build/<pid>: built on the first
+ * start, from the working tree as it is then, so a change is always in the next run (about a second). Handed down in
+ * MAILWRIGHT_RUNTIME_DIR (a test file reuses its global setup's), removed when this process exits; one left by a
+ * process that was killed goes at the next build.
+ */
+function runtimeDir(): string {
+  const given = process.env.MAILWRIGHT_RUNTIME_DIR;
+  if (given && fs.existsSync(path.join(given, 'temporal', 'worker.js'))) return given;
+  const parent = path.join(ROOT, '.build');
+  fs.mkdirSync(parent, { recursive: true });
+  for (const name of fs.readdirSync(parent)) if (/^\d+$/.test(name) && !alive(Number(name))) fs.rmSync(path.join(parent, name), { recursive: true, force: true });
+  const dir = path.join(parent, String(process.pid));
+  fs.rmSync(dir, { recursive: true, force: true });
+  buildRuntime(dir);
+  process.env.MAILWRIGHT_RUNTIME_DIR = dir;
+  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Runs an entry point (api/server.ts, temporal/worker.ts) in its own Node process: compiled to JavaScript with plain
+ * Node, as the image runs it (`npm run serve:*`); test-only entries, and everything with MAILWRIGHT_RUN_FROM=typescript,
+ * through tsx. `sourceMaps` (default true): stack traces name the TypeScript lines (--enable-source-maps). The
+ * benchmarks turn it off, as the image's scripts do: Node then parses every loaded module's source map, 25-30 MB of a
+ * sending worker's RSS (BENCHMARKS.md › Issue 28, fourteenth stop).
+ */
 export function startTsProcess(
   name: string,
   entry: string,
   env: Record<string, string>,
-  out: { logFile?: string; prefixOutput?: boolean; nodeArgs?: string[] },
+  out: { logFile?: string; prefixOutput?: boolean; nodeArgs?: string[]; sourceMaps?: boolean },
 ): ManagedProcess {
   const v8Flags = entry === 'temporal/worker.ts' ? WORKER_V8_FLAGS : [];
-  return startProcess(name, process.execPath, [...v8Flags, ...(out.nodeArgs ?? []), '--import', 'tsx', path.join(ROOT, entry)], {
+  const program = isCompiled(entry) && !fromTypescript() ? [...(out.sourceMaps === false ? [] : ['--enable-source-maps']), path.join(runtimeDir(), entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(ROOT, entry)];
+  return startProcess(name, process.execPath, [...v8Flags, ...(out.nodeArgs ?? []), ...program], {
     cwd: ROOT,
     env: { ...process.env, ...env, MAILWRIGHT_ROLE: name },
     ...out,

@@ -78,7 +78,7 @@ export class OwnStack {
     try {
       const started = await Promise.allSettled([stack.startPostgres(), stack.startTemporal()]);
       for (const r of started) if (r.status === 'rejected') throw r.reason;
-      // The migration job, as a deploy runs it (`npm run migrate`), with its output in the folder.
+      // The migration job, as a deploy runs it (`npm run serve:migrate`), with its output in the folder.
       const migrating = startTsProcess('migrate', 'scripts/migrate.ts', env, { logFile: path.join(dataDir, 'migrate.log') });
       if ((await migrating.exited) !== 0) throw new Error(`migrations failed; see ${dataDir}/migrate.log`);
       await Promise.all([stack.startApi(), stack.startWorker()]);

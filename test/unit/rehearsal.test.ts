@@ -48,6 +48,20 @@ describe('compose and the rehearsal cannot drift', () => {
     expect(recipe.copies.slice(0, recipe.copiesBeforeInstall).flatMap((c) => c.sources)).toEqual(['package.json', 'package-lock.json']);
   });
 
+  it('the image compiles the runtime, and every app service runs the compiled JavaScript with plain Node', () => {
+    expect(readImageRecipe().scripts).toEqual([['npm', 'run', 'build']]);
+    expect(scripts.build).toContain('scripts/build.ts');
+    for (const name of APP_SERVICES) {
+      const script = scripts[composeService(name, REQUIRED).argv[2]!]!;
+      expect(script).toMatch(/^node (--[\w-]+=\S+ )*dist\/[\w/-]+\.js$/);
+      // The file it runs is one the build writes: the compiled form of a TypeScript entry the image copies.
+      const entry = /dist\/(\S+)\.js$/.exec(script)![1]!;
+      expect(fs.existsSync(path.join(ROOT, `${entry}.ts`))).toBe(true);
+    }
+    // The worker keeps its V8 flags, compiled or not.
+    expect(scripts['serve:worker']!.replace(' dist/temporal/worker.js', '')).toBe(scripts.worker!.replace(' --import tsx temporal/worker.ts', ''));
+  });
+
   it('every import of production code resolves to a production dependency', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     const copied = readImageRecipe().copies.slice(readImageRecipe().copiesBeforeInstall).flatMap((c) => c.sources);
