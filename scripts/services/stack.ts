@@ -123,7 +123,7 @@ const fromTypescript = () => process.env.MAILWRIGHT_RUN_FROM === 'typescript';
  * The compiled runtime (scripts/build.ts) this process starts its children from, in .build/<pid>: built on the first
  * start, from the working tree as it is then, so a change is always in the next run (about a second). Handed down in
  * MAILWRIGHT_RUNTIME_DIR (a test file reuses its global setup's), removed when this process exits; one left by a
- * process that was killed goes at the next build.
+ * process that was killed, or by a Jest test file (its sandbox's exit handlers do not run), goes at the next build.
  */
 function runtimeDir(): string {
   const given = process.env.MAILWRIGHT_RUNTIME_DIR;
