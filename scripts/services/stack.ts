@@ -152,8 +152,8 @@ function alive(pid: number): boolean {
  * Runs an entry point (api/server.ts, temporal/worker.ts) in its own Node process: compiled to JavaScript with plain
  * Node, as the image runs it (`npm run serve:*`); test-only entries, and everything with MAILWRIGHT_RUN_FROM=typescript,
  * through tsx. `sourceMaps` (default true): stack traces name the TypeScript lines (--enable-source-maps). The
- * benchmarks turn it off, as the image's scripts do: Node then parses every loaded module's source map, 25-30 MB of a
- * sending worker's RSS (BENCHMARKS.md › Issue 28, fourteenth stop).
+ * benchmarks turn it off, as the image's scripts do: with it, Node parses the source map of every module it loads,
+ * 25-30 MB of a sending worker's RSS (BENCHMARKS.md › Issue 28, fourteenth stop).
  */
 export function startTsProcess(
   name: string,
