@@ -38,7 +38,8 @@ export function buildRuntime(outDir: string): void {
     platform: 'node',
     format: 'cjs',
     target: 'node20',
-    // Stack traces name the TypeScript lines when Node runs with --enable-source-maps (as every start here does).
+    // Stack traces name the TypeScript lines when Node runs with --enable-source-maps (`npm start` and the tests do;
+    // the image's serve:* scripts and the benchmarks do not, README › Production).
     sourcemap: 'linked',
     sourcesContent: false,
     logLevel: 'error',
