@@ -26,6 +26,13 @@ export interface DispatcherOptions {
   minDrainIntervalMs?: number;
   /** Connections of the dispatcher's pool. */
   poolMax?: number;
+  /**
+   * The least time from the start of one fold of tallies to the next when only tallies woke the dispatcher (default
+   * 1 s). A campaign inserts a tally with every batch of outcomes it records, 25-60 a second, and a fold per
+   * notification was a transaction each (three statements): more of the worker's main thread than recording the outcomes
+   * (BENCHMARKS.md › Issue 28, fifteenth stop). The rollups are hourly; a second's delay does not show.
+   */
+  tallyIntervalMs?: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 12, baseDelayMs: 1_000, maxDelayMs: 10 * 60_000 };
@@ -163,6 +170,10 @@ export class EventDispatcher {
   /** What was asked for while a drain ran: another drain after it (`all` wins over `tallies`). */
   private again: 'all' | 'tallies' | null = null;
   private stopped = false;
+  /** A fold of tallies due when the interval since the last one has passed (tallyIntervalMs). */
+  private tallyTimer?: NodeJS.Timeout;
+  /** When the last fold of tallies started. */
+  private talliesStartedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly databaseUrl: string,
@@ -237,6 +248,7 @@ export class EventDispatcher {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearTimeout(this.retryTimer);
+    clearTimeout(this.tallyTimer);
     await this.running;
     await this.listener?.end().catch(() => undefined);
     await this.pool.end();
@@ -244,9 +256,27 @@ export class EventDispatcher {
 
   /**
    * Asks for a drain: starts one, or another one after the one in progress. `tallies`: only tallies were added (their
-   * trigger's notification), so the drain folds tallies and runs no consumer round; a full drain folds them too.
+   * trigger's notification), so the drain folds tallies and runs no consumer round, at most once per
+   * `tallyIntervalMs` (the rows wait in their table meanwhile); a full drain folds them too.
    */
   kick(what: 'all' | 'tallies' = 'all'): void {
+    if (this.stopped) return;
+    if (what === 'tallies') {
+      if (this.tallyTimer) return;
+      const wait = this.talliesStartedAt + (this.opts.tallyIntervalMs ?? 1_000) - Date.now();
+      if (wait > 0) {
+        this.tallyTimer = setTimeout(() => {
+          this.tallyTimer = undefined;
+          this.startDrain('tallies');
+        }, wait);
+        return;
+      }
+    }
+    this.startDrain(what);
+  }
+
+  /** Starts a drain, or asks for another one after the one in progress. */
+  private startDrain(what: 'all' | 'tallies'): void {
     if (this.stopped) return;
     if (this.running) {
       if (this.again !== 'all') this.again = what;
@@ -289,6 +319,7 @@ export class EventDispatcher {
    */
   private async drainTallies(): Promise<number> {
     const taker = this.consumers.find((c) => c.takeTallies);
+    this.talliesStartedAt = Date.now();
     let total = 0;
     while (taker && !this.stopped) {
       const n = await transaction(this.pool, (tx) => taker.takeTallies!(tx), { synchronousCommit: false });

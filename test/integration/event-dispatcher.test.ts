@@ -388,5 +388,32 @@ describe('event outbox dispatcher', () => {
     await waitFor('event delivery', () => got.includes(id!));
     expect(rounds.mock.calls.length).toBeGreaterThan(roundsBefore);
   });
+
+  test('tallies that come faster than tallyIntervalMs are folded together, not once per notification', async () => {
+    const name = consumerName('tally-interval');
+    const takes: number[] = [];
+    // Takes nothing, as above: the stack's worker folds the rows; this counts when this dispatcher folds.
+    const d = await dispatcherFor({ name, eventNames: ['tally_interval'], handle: async () => undefined, takeTallies: async () => (takes.push(Date.now()), 0) }, { tallyIntervalMs: 1_000 });
+    await d.start();
+    const deadline = Date.now() + 10_000;
+    while (takes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(takes.length).toBe(1);
+    const tally = () =>
+      db().query(`insert into event_tallies (project_id, rollup, key, hour, count) values ($1, 'analytics_hourly', 'sent', date_trunc('hour', now(), 'UTC'), 1)`, [projectId]);
+    // Five notifications 100 ms apart: without the interval each one was a fold (a transaction) of its own.
+    const firstInsert = Date.now();
+    for (let i = 0; i < 5; i++) {
+      await tally();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 1_500));
+    const later = takes.slice(1);
+    // At most one fold at once (if the interval since start() had passed) and one for the rest; none left out. (The
+    // times are taken inside the fold's transaction, a round trip after the interval's start: not exactly 1 s apart.)
+    expect(later.length).toBeGreaterThanOrEqual(1);
+    expect(later.length).toBeLessThanOrEqual(2);
+    if (later.length === 2) expect(later[1]! - later[0]!).toBeGreaterThanOrEqual(500);
+    expect(later[later.length - 1]).toBeGreaterThanOrEqual(firstInsert);
+  });
 });
 
