@@ -44,6 +44,20 @@ async function contacts(n: number): Promise<string[]> {
   return seedContacts(projectId, n, () => ({ email: `d-${randomUUID()}@example.com` }));
 }
 
+/** Waits up to 10 s for `done`; throws naming `what` if it never holds. */
+async function waitFor(what: string, done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`no ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** One tally row (its trigger notifies the dispatchers with the payload `tallies`). */
+function insertTally() {
+  return db().query(`insert into event_tallies (project_id, rollup, key, hour, count) values ($1, 'analytics_hourly', 'sent', date_trunc('hour', now(), 'UTC'), 1)`, [projectId]);
+}
+
 /** Records one event per contact in one statement (as the set-based paths do); returns the ids in contact order. */
 async function record(contactIds: string[], name: string): Promise<string[]> {
   const ids = contactIds.map(() => uuidv7());
@@ -367,19 +381,12 @@ describe('event outbox dispatcher', () => {
     const d = await dispatcherFor({ name, eventNames: ['tally_wake'], handle: async (events) => void got.push(...events.map((e) => e.id)), takeTallies: async () => (takes++, 0) });
     const rounds = jest.spyOn(d as unknown as { drainConsumer: (c: EventConsumer) => Promise<number> }, 'drainConsumer');
     await d.start();
-    const waitFor = async (what: string, done: () => boolean) => {
-      const deadline = Date.now() + 10_000;
-      while (!done()) {
-        if (Date.now() > deadline) throw new Error(`no ${what}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
     // start() drains once; then the tally's notification alone.
     await waitFor('first drain', () => takes > 0 && rounds.mock.calls.length > 0);
     await new Promise((r) => setTimeout(r, 200));
     const roundsBefore = rounds.mock.calls.length;
     const takesBefore = takes;
-    await db().query(`insert into event_tallies (project_id, rollup, key, hour, count) values ($1, 'analytics_hourly', 'sent', date_trunc('hour', now(), 'UTC'), 1)`, [projectId]);
+    await insertTally();
     await waitFor('tally drain', () => takes > takesBefore);
     await new Promise((r) => setTimeout(r, 200));
     expect(rounds.mock.calls.length).toBe(roundsBefore);
@@ -395,15 +402,12 @@ describe('event outbox dispatcher', () => {
     // Takes nothing, as above: the stack's worker folds the rows; this counts when this dispatcher folds.
     const d = await dispatcherFor({ name, eventNames: ['tally_interval'], handle: async () => undefined, takeTallies: async () => (takes.push(Date.now()), 0) }, { tallyIntervalMs: 1_000 });
     await d.start();
-    const deadline = Date.now() + 10_000;
-    while (takes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('first drain', () => takes.length > 0);
     expect(takes.length).toBe(1);
-    const tally = () =>
-      db().query(`insert into event_tallies (project_id, rollup, key, hour, count) values ($1, 'analytics_hourly', 'sent', date_trunc('hour', now(), 'UTC'), 1)`, [projectId]);
     // Five notifications 100 ms apart: without the interval each one was a fold (a transaction) of its own.
     const firstInsert = Date.now();
     for (let i = 0; i < 5; i++) {
-      await tally();
+      await insertTally();
       await new Promise((r) => setTimeout(r, 100));
     }
     await new Promise((r) => setTimeout(r, 1_500));
