@@ -156,6 +156,25 @@ describe('SmtpPipelinePool against a real SMTP server (smtp-server)', () => {
     }
   });
 
+  test('TLS from the first byte (smtps): pipelined messages arrive once each, over TLS, each settled with its own reply', async () => {
+    // smtp-server's own certificate: the pool is told not to check it, as for a loopback relay.
+    const srv = await startServer({ secure: true });
+    const tlsPool = pool(srv.port, { secure: true, maxConnections: 2 });
+    try {
+      const to = Array.from({ length: 12 }, (_, i) => `smtps-${i}@example.org`);
+      const sent = await Promise.all(to.map((t) => tlsPool.send(job(t, `<p>For ${t}</p>`))));
+      expect(srv.received.map((r) => r.to[0]).sort()).toEqual([...to].sort());
+      expect(srv.received.every((r) => r.secure)).toBe(true);
+      // Each send resolved with the reply to its own content (the server numbers them in the order it took them).
+      expect(new Set(sent.map((s) => s.response)).size).toBe(to.length);
+      expect(sent.every((s) => /^250 OK queued as Q\d+$/.test(s.response))).toBe(true);
+      for (const r of srv.received) expect((await simpleParser(r.raw)).subject).toBe(`For ${r.to[0]}`);
+    } finally {
+      tlsPool.close();
+      await srv.close();
+    }
+  });
+
   test('a connection dropped mid-message fails that message as transient; later messages go over a new connection', async () => {
     let dropped = false;
     const srv = await startServer({
