@@ -137,6 +137,8 @@ class PipelinedConnection {
    * yet): the next job may not start before.
    */
   private envelopeOpen = false;
+  /** STARTTLS has wrapped the plain socket (whose `onread` then no longer carries replies). */
+  private upgraded = false;
   /** The last transaction failed: RSET before the next MAIL. */
   private needsReset = false;
   private idleTimer: NodeJS.Timeout | null = null;
@@ -318,9 +320,6 @@ class PipelinedConnection {
     if (this.upgraded) return;
     this.receive(buf.toString('latin1', 0, n));
   }
-
-  /** STARTTLS has wrapped the plain socket (whose `onread` then no longer carries replies). */
-  private upgraded = false;
 
   /** Splits replies (multi-line ones end with a line whose code is followed by a space) and hands each to its expectation. */
   private receive(chunk: string): void {
