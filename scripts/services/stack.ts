@@ -113,8 +113,13 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
  *   factor left the main thread's 75 MB heap about 25 MB of room, so a sending worker ran a full (concurrent) marking
  *   of it every second or two, about 0.3 s of background marking each: 9-10 in a 30,000-message send, 4-5 with this
  *   (V8's helper threads, 0.083 ms of CPU a digest before, 0.051-0.059 after; BENCHMARKS.md › Issue 28, sixth stop).
+ * - one helper thread for V8 (garbage collection, compilation), where Node starts four whatever the machine. A sending
+ *   worker keeps every core busy (its main thread and a render thread a core), so more helpers only wait for a core.
+ *   On two cores the helpers' CPU fell by 0.007-0.011 ms a message; 30,000 digests took 5% less of the worker's CPU in
+ *   seven pairs out of seven, 100,000 within the host's swing; two helpers saved nothing (BENCHMARKS.md › Issue 28,
+ *   seventeenth stop).
  */
-const WORKER_V8_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=100'];
+const WORKER_V8_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=100', '--v8-pool-size=1'];
 
 /** `MAILWRIGHT_RUN_FROM=typescript` starts the API, the worker and the inbound server through tsx instead of compiled. */
 const fromTypescript = () => process.env.MAILWRIGHT_RUN_FROM === 'typescript';
