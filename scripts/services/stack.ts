@@ -105,7 +105,7 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
 }
 
 /**
- * V8 flags of the worker process (package.json's `worker` script has the same):
+ * V8 flags of the worker process (package.json's `worker` and `serve:worker` scripts have the same; a unit test checks):
  * - semi-spaces of at most 8 MB. The main thread once needed 32 MB for the garbage of nodemailer's per-message streams
  *   (issue 14); campaign messages now go to the socket as they come from the render threads (issue 28), and the
  *   smaller young generation keeps the worker's memory down (BENCHMARKS.md › Campaign send).
@@ -119,7 +119,7 @@ export async function startInfrastructure(opts: StackOptions, given: NodeJS.Proc
  *   seven pairs out of seven, 100,000 within the host's swing; two helpers saved nothing (BENCHMARKS.md › Issue 28,
  *   seventeenth stop).
  */
-const WORKER_V8_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=100', '--v8-pool-size=1'];
+export const WORKER_V8_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=100', '--v8-pool-size=1'];
 
 /** `MAILWRIGHT_RUN_FROM=typescript` starts the API, the worker and the inbound server through tsx instead of compiled. */
 const fromTypescript = () => process.env.MAILWRIGHT_RUN_FROM === 'typescript';

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { composeService, interpolate, oneMachineEnv, translateAddresses } from '../../scripts/rehearsal/compose';
 import { readImageRecipe } from '../../scripts/rehearsal/dockerfile';
+import { WORKER_V8_FLAGS } from '../../scripts/services/stack';
 import { SA } from '../../temporal/search-attributes';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -58,8 +59,9 @@ describe('compose and the rehearsal cannot drift', () => {
       const entry = /dist\/(\S+)\.js$/.exec(script)![1]!;
       expect(fs.existsSync(path.join(ROOT, `${entry}.ts`))).toBe(true);
     }
-    // The worker keeps its V8 flags, compiled or not.
+    // The worker keeps its V8 flags, compiled or not, and they are those the stack starts it with (scripts/services/stack.ts).
     expect(scripts['serve:worker']!.replace(' dist/temporal/worker.js', '')).toBe(scripts.worker!.replace(' --import tsx temporal/worker.ts', ''));
+    expect(scripts.worker).toBe(`node ${WORKER_V8_FLAGS.join(' ')} --import tsx temporal/worker.ts`);
   });
 
   it('every import of production code resolves to a production dependency', () => {
