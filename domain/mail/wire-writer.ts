@@ -283,6 +283,16 @@ export class WireWriter {
     for (const seg of segments) {
       if (typeof seg === 'string') {
         if (!seg) continue;
+        if (QP_AS_IS.test(seg)) {
+          // No line end in it (most values, every tracked link): its characters are its octets; only a dot that starts
+          // a line is doubled.
+          this.ensure(seg.length + 1);
+          if (lineStart && seg.charCodeAt(0) === DOT) this.buf[this.pos++] = DOT;
+          this.pos += this.buf.write(seg, this.pos, 'latin1');
+          prevCR = false;
+          lineStart = false;
+          continue;
+        }
         const s = prevCR && seg.charCodeAt(0) === LF ? seg.slice(1) : seg;
         if (s) this.raw(dotStuff(crlf(s), lineStart));
         const last = seg.charCodeAt(seg.length - 1);
@@ -435,9 +445,16 @@ export function segmentsEncoding(segments: HtmlSegments, eightBit: boolean): '7b
     if (!text) continue;
     // A boundary mark across the junction: the text before (up to its last four characters) and this one's first four.
     if (openMark && (joinedTail(segments, i) + text.slice(0, 4)).includes(BOUNDARY_MARK)) return null;
+    // Tab and printable ASCII but `=` (most values, every tracked link): no line end, no mark, one octet a character.
+    const asIs = typeof seg === 'string' && QP_AS_IS.test(seg);
     // Only the last four characters can open a mark (a prepared segment knows its own).
-    const eq = typeof seg === 'string' ? text.lastIndexOf('=') : seg.eqAt;
+    const eq = asIs ? -1 : typeof seg === 'string' ? text.lastIndexOf('=') : seg.eqAt;
     openMark = eq >= 0 ? eq >= text.length - 4 : openMark && text.length < 4;
+    if (asIs) {
+      line += text.length;
+      if (line > 998) return null;
+      continue;
+    }
     let stats: LineStats;
     if (typeof seg === 'string') {
       const plain = !NOT_SEVEN_BIT.test(seg);
