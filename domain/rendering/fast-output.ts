@@ -42,6 +42,27 @@ const isIterator = (v: unknown): boolean =>
 /** What liquidjs' sync driver makes of a yielded value: an iterator is run to its value, anything else is the value. */
 const settle = (v: unknown): unknown => (isIterator(v) ? toValueSync(v as Generator<unknown>) : v);
 
+/** readPlain's answer for what it leaves to liquidjs' `readProperty`. */
+const NOT_PLAIN = Symbol('not plain');
+
+/**
+ * liquidjs' `readProperty(obj, key)` (with `ownPropertyOnly`) for what a template reads nearly always: a key other
+ * than `size`, `first` and `last` of a plain data object (an Object, or a scope made without a prototype: never a Drop
+ * nor an array) without a `toLiquid` method. Its own property, else undefined; NOT_PLAIN for anything else, and for a
+ * value that is a function (liquidjs calls it). liquidjs' general steps (toLiquid, toValue, the array test by
+ * `Object.prototype.toString`, the Drop tests, the function test, the special keys) were about a twentieth of a
+ * campaign message's Liquid.
+ */
+function readPlain(obj: unknown, key: string): unknown {
+  if (typeof obj !== 'object' || obj === null) return NOT_PLAIN;
+  const proto: unknown = Object.getPrototypeOf(obj);
+  if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
+  if (typeof (obj as { toLiquid?: unknown }).toLiquid === 'function') return NOT_PLAIN;
+  if (!Object.prototype.hasOwnProperty.call(obj, key)) return undefined;
+  const value = (obj as Record<string, unknown>)[key];
+  return typeof value === 'function' ? NOT_PLAIN : value;
+}
+
 /** A token's value as liquidjs' `evalToken` computes it, or null when it is not one this handles. */
 function tokenEvaluator(token: TokenLike | undefined): Evaluate | null {
   if (!token) return () => undefined;
@@ -50,16 +71,22 @@ function tokenEvaluator(token: TokenLike | undefined): Evaluate | null {
     return () => content;
   }
   if (token.kind !== TokenKind.PropertyAccess || token.variable || !token.props?.length) return null;
-  type Scoped = { findScope(k: unknown): unknown; readProperty(o: unknown, k: unknown): unknown };
+  type Scoped = { findScope(k: unknown): unknown; readProperty(o: unknown, k: unknown): unknown; ownPropertyOnly?: boolean };
   // A path of literal keys (`r.title`, `items[0]`, nearly every path in a template): each key's value is its content
   // (`toValue` of a string or number is itself), so the path is known here and not evaluated per render.
   if (token.props.every((p) => 'content' in p)) {
     const path = token.props.map((p) => p.content);
     const first = path[0];
+    // Keys a plain object's property is read by as it is (readPlain): liquidjs answers `size`, `first` and `last` itself.
+    const plainKeys = path.map((k) => typeof k === 'string' && k !== 'size' && k !== 'first' && k !== 'last');
     return (ctx) => {
       const scoped = ctx as unknown as Scoped;
+      const ownOnly = scoped.ownPropertyOnly === true;
       let scope: unknown = scoped.findScope(first);
-      for (let i = 0; i < path.length; i++) scope = settle(scoped.readProperty(scope, path[i]));
+      for (let i = 0; i < path.length; i++) {
+        const read = ownOnly && plainKeys[i] ? readPlain(scope, path[i] as string) : NOT_PLAIN;
+        scope = settle(read === NOT_PLAIN ? scoped.readProperty(scope, path[i]) : read);
+      }
       return scope;
     };
   }

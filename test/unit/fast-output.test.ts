@@ -37,6 +37,9 @@ const TEMPLATES = [
   '{% case plan %}{% when "pro", "team" %}{{ plan | capitalize }}{% else %}{{ plan }}{% endcase %}{% increment n %}{{ n }}{% cycle "a", "b" %}{% cycle "a", "b" %}',
   '{{ -3 | abs }} {{ 2.5 | ceil }} {{ "a,b,c" | split: "," | join: "+" }} {{ nil }}|{{ empty }}|{{ blank }}|{{ true }} {{ (1..3) | join: "," }} {{ idx == 1 }}',
   '{{ constructor }}|{{ map.constructor }}|{{ __proto__ }}|{{ items.length }}|{{ map.hasOwnProperty }}',
+  // Plain objects read as they are, and what is not read that way: size, first and last of an object, a toLiquid
+  // method, a property that is a function, a null-prototype object, an inherited value.
+  '{{ map.size }}|{{ map.first }}|{{ map.last }}|{{ lq.title }}|{{ lq.size }}|{{ fn.run }}|{{ fn.name }}|{{ bare.k }}|{{ bare.size }}|{{ child.k }}|{{ child.own }}',
   '{{ name | scoped: "plan" }} {{ price | plus: extra | minus: 1 }} {{ url | url_encode }} {{ created | date: "%Y-%m-%d" }}',
   '{{ name | explode }}',
   '{{ 10 | divided_by: zero }}',
@@ -81,6 +84,10 @@ const DATA: Record<string, unknown>[] = [
       { title: 'Third', price: 3 },
     ],
     map: { 'a key': 'spaced', k: 'by key' },
+    lq: { title: 'own title', toLiquid: () => ({ title: 'toLiquid title', x: 1 }) },
+    fn: { run: () => 'ran', name: 'fn' },
+    bare: Object.assign(Object.create(null) as object, { k: 'no prototype' }),
+    child: Object.assign(Object.create({ k: 'inherited' }) as object, { own: 'own' }),
   },
   { name: 'boom', items: [], plan: 'free', idx: 'x', zero: 0 },
   {},
