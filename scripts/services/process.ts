@@ -83,8 +83,48 @@ export async function waitForPort(host: string, port: number, timeoutMs: number,
   }
 }
 
-/** Asks the kernel for a free loopback port. */
+/** Whether a loopback port can be listened on now (it is closed again at once). */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** The first port of the kernel's own range (what it gives a listen on port 0 and an outgoing connection). */
+function ephemeralFloor(): number {
+  try {
+    const first = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(first) && first > 0) return first;
+  } catch {
+    // Not Linux: below 32768 is outside the usual ranges (Linux 32768-60999, macOS and Windows 49152-65535).
+  }
+  return 32768;
+}
+
+/** Ports this process has handed out: two services started from it never get the same one. */
+const handedOut = new Set<number>();
+
+/**
+ * A free loopback port for a service started later, below the kernel's own range. A port the kernel picked (a listen
+ * on port 0, then closed) could be given again by the kernel to a server of this process, or to an outgoing
+ * connection, before the service listened on it: the test stack's inbound server once found its port taken by the
+ * crash-control server that set-up starts on port 0. Chosen at random from 10000 up to that range, checked free;
+ * the kernel's own pick when no such port is found.
+ */
 export async function freePort(): Promise<number> {
+  const ceiling = ephemeralFloor() - 1;
+  const FLOOR = 10_000;
+  for (let attempt = 0; ceiling - FLOOR >= 1_000 && attempt < 50; attempt++) {
+    const port = FLOOR + Math.floor(Math.random() * (ceiling - FLOOR + 1));
+    if (handedOut.has(port)) continue;
+    // Taken before the check, so that a call running beside this one cannot pick it meanwhile.
+    handedOut.add(port);
+    if (await canListen(port)) return port;
+    handedOut.delete(port);
+  }
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
@@ -92,6 +132,7 @@ export async function freePort(): Promise<number> {
     srv.listen(0, '127.0.0.1', () => {
       const addr = srv.address();
       const port = typeof addr === 'object' && addr ? addr.port : 0;
+      handedOut.add(port);
       srv.close(() => resolve(port));
     });
   });
