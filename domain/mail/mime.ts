@@ -102,13 +102,58 @@ function sharedHeader(key: 'From' | 'Reply-To', value: string | MimeAddress): st
   return lastLine(key, value.address, name) ?? keepLine(key, value.address, name, header(key, { name, address: value.address }));
 }
 
+/** A blank other than the space, or a line end: foldLines breaks at any of them. */
+const OTHER_BLANK = /[^\S ]/;
+
+/**
+ * Where foldLines broke each shape of line met lately: by the line's length and where its spaces are, the offsets at
+ * which it put a CRLF. A line with no blank but spaces and no line end is folded by those alone (foldLines cuts at
+ * blanks, or after a word longer than a line), so a campaign's multipart boundary line and List-Unsubscribe, whose
+ * tokens differ per message but not their lengths, are folded once per send instead of once per message.
+ */
+const foldShapes = new Map<string, readonly number[]>();
+
+/** foldLines(line, 76), the same string (a unit test compares them over random lines). */
+export function foldLine(line: string): string {
+  // foldLines breaks even a line of 76 characters at its last blank.
+  if (line.length < 76) return line;
+  if (OTHER_BLANK.test(line)) return foldLines(line, 76);
+  let shape = `${line.length}`;
+  for (let at = line.indexOf(' '); at >= 0; at = line.indexOf(' ', at + 1)) shape += `,${at}`;
+  let breaks = foldShapes.get(shape);
+  if (breaks === undefined) {
+    breaks = foldBreaks(line);
+    if (foldShapes.size >= 256) foldShapes.clear();
+    foldShapes.set(shape, breaks);
+  }
+  let out = '';
+  let from = 0;
+  for (const at of breaks) {
+    out += `${line.slice(from, at)}\r\n`;
+    from = at;
+  }
+  return out + line.slice(from);
+}
+
+/** The offsets of `line` (no line end in it) before which foldLines puts a CRLF. */
+function foldBreaks(line: string): number[] {
+  const folded = foldLines(line, 76);
+  const breaks: number[] = [];
+  let removed = 0;
+  for (let at = folded.indexOf('\r\n'); at >= 0; at = folded.indexOf('\r\n', at + 2)) {
+    breaks.push(at - removed);
+    removed += 2;
+  }
+  return breaks;
+}
+
 /** A message's own header (Precedence, List-Id, List-Unsubscribe, ...). */
 function customHeader(key: string, value: string): string {
   const known = lastLine(key, value, null);
   if (known !== undefined) return known;
   // List-* headers (RFC 2369, 2919) are structured: an encoded word would hide the <id> or <url> from readers, and
   // nodemailer encodes any value with a long unbroken token. Printable ASCII goes as is, folded.
-  return keepLine(key, value, null, /^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLines(`${key}: ${value}`, 76) : header(key, value));
+  return keepLine(key, value, null, /^list-/i.test(key) && /^[\x20-\x7e]*$/.test(value) ? foldLine(`${key}: ${value}`) : header(key, value));
 }
 
 /**
@@ -295,7 +340,7 @@ export function writeWireMessage(w: WireWriter, msg: MimeMessage, opts: MimeOpti
   w.text(`${headers}\r\n`, true);
   if (msg.text) {
     const boundary = `${opts.boundary ?? newBoundary()}_a`;
-    w.text(`${foldLines(`Content-Type: multipart/alternative; boundary="${boundary}"`, 76)}\r\n\r\n--${boundary}\r\n`, false);
+    w.text(`${foldLine(`Content-Type: multipart/alternative; boundary="${boundary}"`)}\r\n\r\n--${boundary}\r\n`, false);
     used8bit = writeTextPart(w, 'text/plain', msg.text, eightBit) || used8bit;
     w.text(`\r\n--${boundary}\r\n`, false);
     used8bit = writeHtmlPart(w, msg, eightBit, htmlSegments) || used8bit;

@@ -2,7 +2,7 @@ import { simpleParser } from 'mailparser';
 import libqp from 'libqp';
 import MimeNode from 'nodemailer/lib/mime-node';
 import { foldLines } from 'nodemailer/lib/mime-funcs';
-import { buildMime, quotedPrintable, type MimeMessage } from '../../domain/mail/mime';
+import { buildMime, foldLine, quotedPrintable, type MimeMessage } from '../../domain/mail/mime';
 
 /** The message the delivery activity builds, parsed back the way a receiving client reads it. */
 const base: MimeMessage = {
@@ -205,6 +205,47 @@ describe('per-message headers', () => {
       expect(headerLine(raw, 'Message-ID')).toBe(nodemailer('Message-ID', msg.messageId));
       expect(headerLine(raw, 'Date')).toBe(nodemailer('Date', msg.date!));
       if (msg.subject) expect(headerLine(raw, 'Subject')).toBe(nodemailer('Subject', msg.subject));
+    }
+  });
+});
+
+describe('foldLine', () => {
+  test('folds as foldLines does, a line of a shape it has met before included', () => {
+    // A seeded generator (mulberry32): the same lines every run.
+    let seed = 0x5eed;
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    // Mostly word characters and spaces; now and then another blank or a line end, which take foldLines' own way.
+    const pick = () => {
+      const r = random();
+      if (r < 0.15) return ' ';
+      if (r < 0.16) return ['\t', '\u00a0', '\r', '\n', '\r\n', '\u2028'][Math.floor(random() * 6)]!;
+      return 'abcdefghijklmnopqrstuvwxyz0123456789<>:@=_-,.'[Math.floor(random() * 45)]!;
+    };
+    let compared = 0;
+    for (let i = 0; i < 3000; i++) {
+      const length = i % 10 === 0 ? 74 + (i % 4) : Math.floor(random() * 320);
+      let line = '';
+      while (line.length < length) line += pick();
+      // Twice, and once more with other characters in the same places: a remembered shape must fold the same.
+      const other = line.replace(/[a-z0-9]/g, (c) => (c === 'x' ? 'y' : 'x'));
+      for (const l of [line, line, other]) {
+        expect(foldLine(l)).toBe(foldLines(l, 76));
+        compared++;
+      }
+    }
+    expect(compared).toBe(9000);
+    // The campaign's two: the multipart boundary line and List-Unsubscribe, whose tokens change per message.
+    for (const token of ['a'.repeat(67), 'B-'.repeat(33) + 'c', 'x'.repeat(120)]) {
+      const boundaryLine = `Content-Type: multipart/alternative; boundary="=_mw_${token.slice(0, 24)}_a"`;
+      expect(foldLine(boundaryLine)).toBe(foldLines(boundaryLine, 76));
+      const unsubscribe = `List-Unsubscribe: <https://mail.example.com/unsubscribe/${token}>, <mailto:unsubscribe@example.com?subject=unsubscribe%20${token}>`;
+      expect(foldLine(unsubscribe)).toBe(foldLines(unsubscribe, 76));
+      expect(foldLine(unsubscribe)).toContain('\r\n');
     }
   });
 });
