@@ -67,6 +67,11 @@ interface LinkSlot {
   readonly quote: QuoteType;
   /** The href with entities decoded, when it has no Liquid (then its trackable URL is known once per message). */
   readonly staticHref?: string;
+  /**
+   * An href with Liquid: its source before the first Liquid token, up to its first `&` or blank (so its characters
+   * are the rendered href's first ones, entities and trimmed blanks aside). See prefixVerdict.
+   */
+  readonly prefix?: string;
 }
 
 export interface LinkPlan {
@@ -216,7 +221,9 @@ export function planLinks(expanded: string): LinkPlan | null {
   const inserts: { at: number; text: string }[] = [];
   const slots: LinkSlot[] = hrefs.map((h, i) => {
     inserts.push({ at: h.start, text: `${MARK}${LINK}${i}${SLOT_END}` }, { at: h.end, text: `${MARK}${END}` });
-    return hasLiquid(h.start, h.end) ? { quote: h.quote } : { quote: h.quote, staticHref: decodeHref(expanded.slice(h.start, h.end), h.quote) };
+    if (!hasLiquid(h.start, h.end)) return { quote: h.quote, staticHref: decodeHref(expanded.slice(h.start, h.end), h.quote) };
+    const first = liquid.find((r) => r.begin >= h.start)!;
+    return { quote: h.quote, prefix: expanded.slice(h.start, first.begin).split(/[&\s]/, 1)[0]! };
   });
   if (bodyClose >= 0) inserts.push({ at: bodyClose, text: `${MARK}${PIXEL}` });
   for (const c of cuts) inserts.push({ at: c.from, text: `${MARK}${CUT}` }, { at: c.to, text: `${MARK}${UNCUT}` });
@@ -290,11 +297,48 @@ function decodeHref(value: string, quote: QuoteType): string {
 export interface SlotTargets {
   /** Per slot: the URL to sign for a static href (null: not tracked), undefined for an href with Liquid. */
   readonly urls: readonly (string | null | undefined)[];
+  /** Per slot with Liquid: what its static start decides (prefixVerdict), null when it decides nothing. */
+  readonly verdicts: readonly (PrefixVerdict | null)[];
   readonly own: readonly string[];
 }
 
 export function slotTargets(plan: LinkPlan, own: string[]): SlotTargets {
-  return { urls: plan.slots.map((s) => (s.staticHref === undefined ? undefined : trackableUrl(s.staticHref, own))), own };
+  return {
+    urls: plan.slots.map((s) => (s.staticHref === undefined ? undefined : trackableUrl(s.staticHref, own))),
+    verdicts: plan.slots.map((s) => (s.prefix === undefined ? null : prefixVerdict(s.prefix, own))),
+    own,
+  };
+}
+
+interface PrefixVerdict {
+  /** What the rendered href must start with for the verdict to hold. */
+  readonly prefix: string;
+  /** Every such href is tracked (its URL is the href, decoded and trimmed); false: none is. */
+  readonly tracked: boolean;
+}
+
+/** `http(s)://`, a host (and port, user) of characters that are neither blanks nor controls, and what ends it. */
+// eslint-disable-next-line no-control-regex -- control characters are what it refuses
+const WHOLE_AUTHORITY = /^https?:\/\/[^\s\x00-\x1f\x7f/?#\\]+[/?#]/i;
+
+/**
+ * What trackableUrl answers for every href that starts with `prefix` (a Liquid href's static start, without `&` or
+ * blanks, so its characters decode to themselves): when it holds the whole authority (`https://shop.example/`), the
+ * URL parser has read the host before any recipient's value, and after it (path, query, fragment) nothing makes a URL
+ * unparsable, so URL.canParse is the prefix's own answer; and when it differs from each of our own link prefixes
+ * before either ends, no href starting with it is one of ours (one that starts with an own prefix is never tracked).
+ * Null when the prefix decides neither (`{{ url }}`, `https://{{ host }}/`, a start of one of ours). A campaign
+ * message's dynamic links then cost no URL parse and no own-link search each (BENCHMARKS.md › Issue 28, nineteenth stop).
+ */
+function prefixVerdict(prefix: string, own: readonly string[]): PrefixVerdict | null {
+  const authority = WHOLE_AUTHORITY.exec(prefix);
+  if (!authority) return null;
+  const lower = prefix.toLowerCase();
+  for (const p of own) {
+    if (lower.startsWith(p)) return { prefix, tracked: false };
+    if (p.startsWith(lower)) return null;
+  }
+  return { prefix, tracked: URL.canParse(authority[0]) };
 }
 
 /**
@@ -458,7 +502,11 @@ function slotHref(value: string, index: number, slot: LinkSlot, targets: SlotTar
   let url: string | null = null;
   if (opts.clicks) {
     const known = targets.urls[index];
-    url = known !== undefined ? known : trackableUrl(decodeHref(value, slot.quote), targets.own as string[]);
+    const verdict = known === undefined ? targets.verdicts[index] : null;
+    if (known !== undefined) url = known;
+    // The plan puts only outputs in an href, so its static start is rendered as it is: checked, not assumed.
+    else if (verdict && value.startsWith(verdict.prefix)) url = verdict.tracked ? decodeHref(value, slot.quote).trim() : null;
+    else url = trackableUrl(decodeHref(value, slot.quote), targets.own as string[]);
   }
   if (!url) return value;
   const target = clickHref(opts.emailId, url, cfg);

@@ -112,6 +112,10 @@ const FRAGMENTS = [
   '{% comment %}<a href="https://commented.example">gone</a>{% endcomment %}',
   '<pre style="white-space:pre">  keep   {{ name }}  </pre>',
   '<p>{{ name ?? "Dear customer" }} &amp; {{ q }} &copy; 2026</p>',
+  // Liquid hrefs whose static start decides trackableUrl's answer for every recipient, or looks as if it did.
+  '<a href="https://query.example?{{ n }}">query</a><a href="https://path.example/a {{- name }}">trimmed</a><a href="HTTPS://Mail.Example.com/unsubscribe/t-{{ n }}">own, uppercase</a>',
+  '<a href="https://port.example:99999/{{ n }}">bad port</a><a href="https:///{{ name }}">no host</a><a href="https://bad host.example/{{ n }}">blank</a>',
+  '<a href="https://mail.example.com/t/{{ path }}">near our own</a><a href="https://back.example\\{{ n }}">backslash</a><a href="https://amp.example&amp;{{ n }}/">amp</a><a href="https://{{ name }}.example/">host</a>',
   // These make the plan refuse the body (links found per recipient instead); the output must not change either way.
   '<p>{{ name | raw }}</p>',
   '{% capture c %}<a href="https://capture.example">captured</a>{% endcapture %}{{ c }}',
@@ -122,8 +126,8 @@ const FRAGMENTS = [
 ];
 
 const DATA: Record<string, unknown>[] = [
-  { name: 'Ada', n: 1, url: 'https://data.example/?x=1&y=<2>', q: 'a&b "c" \'d\'', flag: true, items: [1, 2], color: 'red' },
-  { name: '', n: 0, url: 'javascript:alert(1)', q: '&amp;', flag: false, items: [], color: 'red; display:none' },
+  { name: 'Ada', n: 1, url: 'https://data.example/?x=1&y=<2>', q: 'a&b "c" \'d\'', flag: true, items: [1, 2], color: 'red', path: 'c/made-ours' },
+  { name: '', n: 0, url: 'javascript:alert(1)', q: '&amp;', flag: false, items: [], color: 'red; display:none', path: 'elsewhere' },
   { name: 'x"><a href="https://evil.example">pwn</a>', url: ' https://spaced.example/ ', items: ['<b>'], color: '"><b>' },
 ];
 
