@@ -309,12 +309,23 @@ function compose(message: PreparedMessage, recipient: ComposeRecipient, segmente
     html,
     // Segments are only made with a skeleton, so `text` (the HTML the converter would read) is needed only without one.
     text: content.text ? renderTextPart(content.text, variables) : htmlToText(text!),
-    headers: { ...message.headers, ...(message.kind === 'MARKETING' ? listUnsubscribeHeaders(links, message.from.email, message.links, bounce) : {}) },
+    headers: message.kind === 'MARKETING' ? withHeaders(message.headers, listUnsubscribeHeaders(links, message.from.email, message.links, bounce)) : { ...message.headers },
     senderDomain: message.senderDomain,
     messageId: messageIdFor(emailId, message.from.email),
     envelope: { from: bounce ? returnPathAddress(emailId, bounce.host, message.links.appSecret) : message.from.email, to: [recipient.email] },
   };
   return { email, htmlSegments };
+}
+
+/**
+ * `{ ...headers, ...extra }`: the same keys in the same order with the same values, made as a copy of `headers` and
+ * an assignment per extra key. The spread of the second object took V8's slow path for every campaign message, about
+ * 2% of composing one (BENCHMARKS.md › Issue 28, nineteenth stop).
+ */
+function withHeaders(headers: Readonly<Record<string, string>>, extra: Record<string, string>): Record<string, string> {
+  const out = { ...headers };
+  for (const key of Object.keys(extra)) out[key] = extra[key]!;
+  return out;
 }
 
 /** The composed email as buildMime takes it (the caller adds attachments it has loaded). */

@@ -329,6 +329,15 @@ describe('composeEmail', () => {
     expect(linkTokens(cfg.appSecret).verify(contactLinks(contactId, cfg, emailId).token, 'contact')).toEqual({ kind: 'contact', contactId, emailId });
     expect(marketing.headers['List-Unsubscribe']).toMatch(/^<https:\/\/mail\.example\.com\/unsubscribe\/[\w-]+>, <mailto:unsubscribe@mail\.shop\.example\?subject=unsubscribe%20[\w-]+>$/);
     expect(marketing.headers['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
+    // In the order the message's header block writes them: the custom headers, then the pair; a custom header of the
+    // same name keeps its place and takes the pair's value (as an object spread would).
+    expect(Object.keys(marketing.headers)).toEqual(['X-Campaign', 'List-Unsubscribe', 'List-Unsubscribe-Post']);
+    const named = composeEmail(await prepareMessage(input('<p>x</p>', { headers: { 'List-Unsubscribe-Post': 'mine', 'X-Campaign': 'nov' } })), { contactId, email: 'r@example.com', emailId });
+    expect(Object.entries(named.headers)).toEqual([
+      ['List-Unsubscribe-Post', 'List-Unsubscribe=One-Click'],
+      ['X-Campaign', 'nov'],
+      ['List-Unsubscribe', marketing.headers['List-Unsubscribe']],
+    ]);
     const transactional = composeEmail(await prepareMessage(input('<p>x</p>', { headers, kind: 'TRANSACTIONAL' })), { contactId, email: 'r@example.com' });
     expect(transactional.headers).toEqual(headers);
   });
