@@ -360,14 +360,13 @@ function writeHtmlPart(w: WireWriter, msg: MimeMessage, eightBit: boolean, htmlS
 
 /** A text part as textPart makes it, written into `w`; true when it went `8bit`. */
 function writeTextPart(w: WireWriter, contentType: 'text/plain' | 'text/html', content: string, eightBit: boolean): boolean {
-  // Lines are measured as CRLF normalisation makes them; a text without CR is measured as it is (LF ends its lines).
-  const encoding = partEncoding(content.includes('\r') ? crlf(content) : content, eightBit);
-  w.text(partHead(contentType, encoding), false);
-  if (encoding === 'quoted-printable') {
-    w.load(content);
-    w.quotedPrintable();
-  } else w.plain(content);
-  return encoding === '8bit';
+  // Without 8BITMIME a character over ASCII means quoted-printable: known without writing the text first.
+  const asIs = eightBit || ASCII.test(content) ? w.asIsPart(crlf(content), eightBit, (encoding) => partHead(contentType, encoding)) : null;
+  if (asIs) return asIs === '8bit';
+  w.text(partHead(contentType, 'quoted-printable'), false);
+  w.load(content);
+  w.quotedPrintable();
+  return false;
 }
 
 const partHead = (contentType: string, encoding: string) => `Content-Type: ${contentType}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n`;
