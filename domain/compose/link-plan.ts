@@ -502,7 +502,7 @@ function slotHref(value: string, index: number, slot: LinkSlot, targets: SlotTar
   let url: string | null = null;
   if (opts.clicks) {
     const known = targets.urls[index];
-    const verdict = known === undefined ? targets.verdicts[index] : null;
+    const verdict = targets.verdicts[index];
     if (known !== undefined) url = known;
     // The plan puts only outputs in an href, so its static start is rendered as it is: checked, not assumed.
     else if (verdict && value.startsWith(verdict.prefix)) url = verdict.tracked ? decodeHref(value, slot.quote).trim() : null;
