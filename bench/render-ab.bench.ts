@@ -58,10 +58,15 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 /** One process: both trees loaded in `order`, ROUNDS alternating rounds; prints one JSON line. */
 async function child(order: 'here-first' | 'base-first'): Promise<void> {
   const load = async (root: string) => ((await import(path.join(root, 'domain/campaigns/render-task.ts'))) as { renderPacked: RenderPacked }).renderPacked;
-  const [first, second] = order === 'here-first' ? [HERE, BASE] : [BASE, HERE];
-  const loaded = { [first]: await load(first), [second]: await load(second) };
-  const here = loaded[HERE]!;
-  const base = loaded[BASE]!;
+  let here: RenderPacked;
+  let base: RenderPacked;
+  if (order === 'here-first') {
+    here = await load(HERE);
+    base = await load(BASE);
+  } else {
+    base = await load(BASE);
+    here = await load(HERE);
+  }
   const list = recipients();
   const round = async (render: RenderPacked): Promise<[number, number]> => {
     const t0 = process.hrtime.bigint();
